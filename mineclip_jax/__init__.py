@@ -1,0 +1,24 @@
+"""MineCLIP in JAX/Flax: the model, its tokenizer and checkpoint conversion.
+
+import jax, mineclip_jax as mcj
+mc = mcj.create(mcj.MineCLIPConfig.attn(), jax.random.key(0))   # random init
+mc = mcj.load_checkpoint("attn.pth")                             # released weights
+logits = mc.logits(mc.encode_video(frames), mc.encode_text(["shear a sheep"]))
+"""
+
+from mineclip_jax.config import MC_IMAGE_MEAN, MC_IMAGE_STD, MineCLIPConfig
+from mineclip_jax.handle import MineCLIPHandle, create, init_params
+from mineclip_jax.model import MineCLIP, preprocess_frames
+from mineclip_jax.tokenizer import tokenize
+
+__all__ = [
+    "MC_IMAGE_MEAN",
+    "MC_IMAGE_STD",
+    "MineCLIP",
+    "MineCLIPConfig",
+    "MineCLIPHandle",
+    "create",
+    "init_params",
+    "preprocess_frames",
+    "tokenize",
+]
