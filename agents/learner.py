@@ -1,0 +1,431 @@
+"""The jitted, data-parallel PPO + self-imitation learner (Anakin driver over a JAX env).
+
+purejaxrl structure, `make_learner(cfg, env, network)` returns pure functions:
+
+    init(key) -> Runner                      # params, Adam states, env states, SI buffer, RNG ...
+    iteration(runner) -> (runner, metrics)   # rollout (lax.scan over time, vmapped env) + GAE +
+                                             # PPO epochs x minibatches (nested lax.scan); one jit
+    si_phase(runner) -> (runner, metrics)    # self-imitation: BC on prioritised buffer samples
+    ppo_update(runner, traj) -> (runner, metrics)   # the update alone (used by the host driver)
+
+All of them are jitted with the runner donated, over a 1-D `jax.sharding.Mesh` axis "data": every
+per-env array (env state, observations, episode stats, trajectories) is sharded along the env
+axis, parameters and optimizer states are replicated, and XLA's partitioner inserts the gradient
+all-reduce (the loss is a mean over the *global* minibatch, so the update is the same on 1 or N
+devices). `num_envs` must be a multiple of the device count.
+
+Minibatches are sets of whole envs (all `num_steps` steps of each), so the action-smoothing loss
+can compare consecutive steps. Terminated and truncated both stop the GAE bootstrap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from agents import losses
+from agents import self_imitation as si
+
+
+@dataclasses.dataclass(frozen=True)
+class JaxEnv:
+    """A batch of functional JAX envs with the embedded world's signature (docs/interfaces.md).
+
+    reset(key, params, static) -> (obs, state); step(key, state, action, params, static) ->
+    (obs, state, reward, terminated, truncated, info) with auto-reset; both for ONE env (vmapped
+    here). `params` is batched `[N, ...]` (one row per env, e.g. different tasks).
+    `to_env_action` maps a policy action int32 `[K]` to the env's action; `policy_obs` maps one
+    raw observation to the policy's input dict (without `rgb_feat`, see `featurize`).
+    `reward_fn(env_reward, info) -> reward` picks the training reward (manual / sparse ...).
+    """
+
+    reset: Callable
+    step: Callable
+    params: Any
+    static: Any
+    action_dims: tuple[int, ...]
+    to_env_action: Callable
+    policy_obs: Callable
+    reward_fn: Callable
+    task_ids: np.ndarray  # int32 [N]
+    num_tasks: int = 1
+    task_names: tuple[str, ...] = ("task",)
+
+
+@struct.dataclass
+class RewardHooks:
+    """Optional frozen-feature path (MineCLIP): `featurize(obs_batch) -> obs_batch` adds
+    `rgb_feat` (and drops `rgb`); `init(n) -> rstate`; `step(rstate, obs_batch, done, r_env,
+    info) -> (rstate, reward)` replaces `env.reward_fn` when given."""
+
+    featurize: Callable | None = struct.field(pytree_node=False, default=None)
+    init: Callable | None = struct.field(pytree_node=False, default=None)
+    step: Callable | None = struct.field(pytree_node=False, default=None)
+
+
+@struct.dataclass
+class Runner:
+    params: Any
+    opt_state: Any
+    si_opt_state: Any
+    env_params: Any
+    env_state: Any
+    obs: Any
+    prev_action: jax.Array  # int32 [N, K]
+    ep_return: jax.Array  # f32 [N]
+    ep_length: jax.Array  # int32 [N]
+    episode_id: jax.Array  # int32 [N]
+    task_id: jax.Array  # int32 [N]
+    reward_state: Any
+    si_buffer: si.SIBuffer
+    si_store: si.EpisodeStore
+    key: jax.Array
+    update_step: jax.Array  # int32 []
+    env_steps: jax.Array  # int32 []
+
+
+@struct.dataclass
+class Transition:
+    obs: Any
+    prev_action: jax.Array
+    action: jax.Array
+    logp: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    episode_id: jax.Array
+    mask: jax.Array
+
+
+def make_mesh(num_devices: int | None = None) -> Mesh:
+    devs = jax.devices()[: num_devices or len(jax.devices())]
+    return Mesh(np.array(devs), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def _env_sharded_fields():
+    return {"env_params", "env_state", "obs", "prev_action", "ep_return", "ep_length",
+            "episode_id", "task_id", "reward_state", "si_store"}  # fmt: skip
+
+
+def runner_shardings(runner: Runner, mesh: Mesh):
+    """NamedSharding tree: per-env fields split along axis 0 over "data", the rest replicated."""
+    rep = NamedSharding(mesh, P())
+    env = NamedSharding(mesh, P("data"))
+    out = {}
+    for f in dataclasses.fields(runner):
+        v = getattr(runner, f.name)
+        s = env if f.name in _env_sharded_fields() else rep
+        out[f.name] = jax.tree.map(lambda _, s=s: s, v)
+    return Runner(**out)
+
+
+def transition_shardings(traj: Transition, mesh: Mesh):
+    """Trajectories are [T, N, ...]: shard axis 1."""
+    return jax.tree.map(lambda _: NamedSharding(mesh, P(None, "data")), traj)
+
+
+class Learner:
+    """Holds the jitted functions for one (config, env, network, mesh)."""
+
+    def __init__(self, cfg, env: JaxEnv | None, network: nn.Module, mesh: Mesh | None = None,
+                 hooks: RewardHooks | None = None, obs_example: dict | None = None,
+                 action_dims: tuple[int, ...] | None = None):  # fmt: skip
+        self.cfg = cfg
+        self.env = env
+        self.network = network
+        self.mesh = mesh or make_mesh()
+        self.hooks = hooks or RewardHooks()
+        self.action_dims = tuple(action_dims or env.action_dims)
+        n_dev = self.mesh.devices.size
+        if cfg.num_envs % n_dev:
+            raise ValueError(
+                f"num_envs={cfg.num_envs} is not a multiple of the {n_dev} devices in the mesh; "
+                "pass a multiple (or fewer devices)"
+            )
+        if cfg.num_envs % cfg.num_minibatches:
+            raise ValueError(
+                f"num_envs={cfg.num_envs} must be divisible by num_minibatches="
+                f"{cfg.num_minibatches} (minibatches are sets of whole envs)"
+            )
+        self.num_updates = max(1, cfg.total_steps // (cfg.num_envs * cfg.num_steps))
+        grad_steps = self.num_updates * cfg.update_epochs * cfg.num_minibatches
+        lr = optax.linear_schedule(cfg.lr, 0.0, grad_steps) if cfg.anneal_lr else cfg.lr
+        self.tx = optax.chain(
+            optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5)
+        )
+        self.si_tx = optax.chain(
+            optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.si_lr, eps=1e-5)
+        )
+        self._obs_example = obs_example
+        self._jit_cache = {}
+
+    # ---------------------------------------------------------------- pieces
+    def apply(self, params, obs, prev_action):
+        return self.network.apply({"params": params}, obs, prev_action)
+
+    def _featurize(self, obs):
+        return self.hooks.featurize(obs) if self.hooks.featurize is not None else obs
+
+    def _policy_obs_batch(self, raw_obs):
+        return self._featurize(jax.vmap(self.env.policy_obs)(raw_obs))
+
+    def init_params(self, key, obs_batch):
+        k = len(self.action_dims)
+        prev = jnp.zeros((obs_batch_leading(obs_batch), k), jnp.int32)
+        return self.network.init(key, obs_batch, prev)["params"]
+
+    def init(self, key) -> Runner:
+        """Fresh runner (unsharded; `shard` places it on the mesh)."""
+        cfg, env = self.cfg, self.env
+        n, k = cfg.num_envs, len(self.action_dims)
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        raw_obs, env_state = jax.vmap(env.reset, in_axes=(0, 0, None))(
+            jax.random.split(k_env, n), env.params, env.static
+        )
+        obs = self._policy_obs_batch(raw_obs)
+        params = self.init_params(k_net, obs)
+        obs_one = jax.tree.map(lambda x: x[0], obs)
+        rstate = self.hooks.init(n) if self.hooks.init is not None else jnp.zeros((n,))
+        return Runner(
+            params=params,
+            opt_state=self.tx.init(params),
+            si_opt_state=self.si_tx.init(params),
+            env_params=env.params,
+            env_state=env_state,
+            obs=obs,
+            prev_action=jnp.zeros((n, k), jnp.int32),
+            ep_return=jnp.zeros((n,), jnp.float32),
+            ep_length=jnp.zeros((n,), jnp.int32),
+            episode_id=jnp.zeros((n,), jnp.int32),
+            task_id=jnp.asarray(env.task_ids, jnp.int32),
+            reward_state=rstate,
+            si_buffer=si.init_buffer(cfg.si_capacity, cfg.si_max_len, obs_one, k),
+            si_store=si.init_store(n, cfg.si_max_len, obs_one, k),
+            key=k_run,
+            update_step=jnp.zeros((), jnp.int32),
+            env_steps=jnp.zeros((), jnp.int32),
+        )
+
+    def shard(self, runner: Runner) -> Runner:
+        return jax.device_put(runner, runner_shardings(runner, self.mesh))
+
+    # ---------------------------------------------------------------- rollout
+    def rollout(self, runner: Runner):
+        cfg, env = self.cfg, self.env
+        dims = self.action_dims
+        n = cfg.num_envs
+
+        def step_fn(r: Runner, _):
+            key, k_act, k_env = jax.random.split(r.key, 3)
+            logits, value = self.apply(r.params, r.obs, r.prev_action)
+            action = losses.sample(k_act, logits, dims)
+            logp = losses.log_prob(logits, action, dims)
+            env_action = jax.vmap(env.to_env_action)(action)
+            raw_obs, env_state, r_env, term, trunc, info = jax.vmap(
+                env.step, in_axes=(0, 0, 0, 0, None)
+            )(jax.random.split(k_env, n), r.env_state, env_action, r.env_params, env.static)
+            done = term | trunc
+            next_obs = self._policy_obs_batch(raw_obs)
+            if self.hooks.step is not None:
+                rstate, reward = self.hooks.step(r.reward_state, next_obs, done, r_env, info)
+            else:
+                rstate, reward = r.reward_state, jax.vmap(env.reward_fn)(r_env, info)
+            reward = reward.astype(jnp.float32)
+            success = info["success"].astype(bool)
+            ep_return = r.ep_return + reward
+            store = si.record_step(r.si_store, r.obs, r.prev_action, action)
+            buf, store = si.finish_episodes(
+                r.si_buffer, store, done, ep_return, success, r.task_id, cfg.si_min_return
+            )
+            t = Transition(
+                obs=r.obs, prev_action=r.prev_action, action=action, logp=logp, value=value,
+                reward=reward, done=done, episode_id=r.episode_id,
+                mask=jnp.ones((n,), jnp.float32),
+            )  # fmt: skip
+            stats = {
+                "done": done,
+                "return": jnp.where(done, ep_return, 0.0),
+                "length": jnp.where(done, r.ep_length + 1, 0),
+                "success": done & success,
+            }
+            r = r.replace(
+                key=key,
+                env_state=env_state,
+                obs=next_obs,
+                prev_action=jnp.where(done[:, None], 0, action),
+                ep_return=jnp.where(done, 0.0, ep_return),
+                ep_length=jnp.where(done, 0, r.ep_length + 1),
+                episode_id=r.episode_id + done.astype(jnp.int32),
+                reward_state=rstate,
+                si_buffer=buf,
+                si_store=store,
+                env_steps=r.env_steps + n,
+            )
+            return r, (t, stats)
+
+        runner, (traj, stats) = jax.lax.scan(step_fn, runner, None, cfg.num_steps)
+        return runner, traj, self._episode_metrics(stats, runner.task_id)
+
+    def _episode_metrics(self, stats, task_id):
+        nt = self.env.num_tasks if self.env is not None else 1
+        seg = lambda x: jax.ops.segment_sum(  # noqa: E731
+            jnp.sum(x.astype(jnp.float32), axis=0), task_id, num_segments=nt
+        )
+        count = seg(stats["done"])
+        return {
+            "episodes": count,
+            "return_sum": seg(stats["return"]),
+            "length_sum": seg(stats["length"]),
+            "success_sum": seg(stats["success"]),
+        }
+
+    # ---------------------------------------------------------------- PPO update
+    def _loss(self, params, mb: Transition, adv, ret):
+        cfg, dims = self.cfg, self.action_dims
+        t_len, nb = mb.action.shape[:2]
+        flat = lambda x: x.reshape((t_len * nb,) + x.shape[2:])  # noqa: E731
+        logits, value = self.apply(params, jax.tree.map(flat, mb.obs), flat(mb.prev_action))
+        logits = logits.reshape(t_len, nb, -1)
+        value = value.reshape(t_len, nb)
+        new_logp = losses.log_prob(logits, mb.action, dims)
+        if cfg.norm_adv:
+            mean = losses.masked_mean(adv, mb.mask)
+            std = jnp.sqrt(losses.masked_mean((adv - mean) ** 2, mb.mask))
+            adv = (adv - mean) / (std + 1e-8)
+        pg, clipfrac = losses.policy_loss(new_logp, mb.logp, adv, cfg.clip_eps, mb.mask)
+        vl = losses.value_loss(value, mb.value, ret, cfg.vf_clip, mb.mask)
+        ent = losses.masked_mean(losses.entropy(logits, dims), mb.mask)
+        smooth = (
+            losses.action_smoothing_loss(logits, mb.episode_id, cfg.smooth_window, dims, mb.mask)
+            if cfg.smooth_coef > 0
+            else jnp.zeros(())
+        )
+        total = pg + cfg.vf_coef * vl - cfg.ent_coef * ent + cfg.smooth_coef * smooth
+        approx_kl = losses.masked_mean(
+            (jnp.exp(new_logp - mb.logp) - 1) - (new_logp - mb.logp), mb.mask
+        )
+        return total, {"pg_loss": pg, "v_loss": vl, "entropy": ent, "smooth_loss": smooth,
+                       "approx_kl": approx_kl, "clipfrac": clipfrac}  # fmt: skip
+
+    def ppo_update(self, runner: Runner, traj: Transition):
+        cfg = self.cfg
+        chex.assert_rank(traj.reward, 2)
+        _, last_value = self.apply(runner.params, runner.obs, runner.prev_action)
+        adv, ret = losses.gae(
+            traj.reward, traj.value, traj.done, last_value, cfg.gamma, cfg.gae_lambda
+        )
+        n = traj.reward.shape[1]
+        mb_size = n // cfg.num_minibatches
+        unroll = bool(cfg.unroll)
+        key, k_upd = jax.random.split(runner.key)
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, n).reshape(cfg.num_minibatches, mb_size)
+
+            def minibatch(carry, idx):
+                params, opt_state = carry
+                take = lambda x: jnp.take(x, idx, axis=1)  # noqa: E731
+                mb = jax.tree.map(take, traj)
+                grads, info = jax.grad(self._loss, has_aux=True)(params, mb, take(adv), take(ret))
+                updates, opt_state = self.tx.update(grads, opt_state, params)
+                params = optax.apply_updates(params, updates)
+                return (params, opt_state), info
+
+            return jax.lax.scan(minibatch, carry, perm, unroll=unroll)
+
+        (params, opt_state), info = jax.lax.scan(
+            epoch, (runner.params, runner.opt_state),
+            jax.random.split(k_upd, cfg.update_epochs), unroll=unroll,
+        )  # fmt: skip
+        runner = runner.replace(
+            params=params, opt_state=opt_state, key=key, update_step=runner.update_step + 1
+        )
+        metrics = jax.tree.map(jnp.mean, info)
+        metrics["value_mean"] = jnp.mean(traj.value)
+        metrics["reward_mean"] = jnp.mean(traj.reward)
+        return runner, metrics
+
+    def _iteration(self, runner: Runner):
+        runner, traj, ep = self.rollout(runner)
+        runner, metrics = self.ppo_update(runner, traj)
+        return runner, {**metrics, **ep}
+
+    # ---------------------------------------------------------------- self-imitation
+    def _si_phase(self, runner: Runner):
+        cfg, dims = self.cfg, self.action_dims
+        buf = runner.si_buffer
+        nt = self.env.num_tasks if self.env is not None else 1
+
+        def step(carry, k):
+            params, opt_state = carry
+            idx, ok = si.sample(k, buf, cfg.si_batch, cfg.si_unsuccessful_weight, nt,
+                                cfg.si_balance_tasks)  # fmt: skip
+            take = lambda x: x[idx]  # noqa: E731
+            obs = jax.tree.map(take, buf.obs)
+            length = buf.length[idx]
+            b, L = cfg.si_batch, buf.max_len
+            mask = (jnp.arange(L)[None, :] < length[:, None]).astype(jnp.float32) * ok
+            flat = lambda x: x.reshape((b * L,) + x.shape[2:])  # noqa: E731
+
+            def loss_fn(p):
+                logits, _ = self.apply(p, jax.tree.map(flat, obs), flat(buf.prev_action[idx]))
+                return losses.imitation_loss(logits, flat(buf.action[idx]), dims, flat(mask))
+
+            loss, grads = jax.value_and_grad(loss_fn)(params)
+            grads = jax.tree.map(lambda g: g * ok, grads)
+            updates, new_opt = self.si_tx.update(grads, opt_state, params)
+            new_params = optax.apply_updates(params, updates)
+            params = jax.tree.map(lambda a, b_: jnp.where(ok, a, b_), new_params, params)
+            opt_state = jax.tree.map(lambda a, b_: jnp.where(ok, a, b_), new_opt, opt_state)
+            return (params, opt_state), loss
+
+        key, k = jax.random.split(runner.key)
+        (params, opt_state), loss = jax.lax.scan(
+            step, (runner.params, runner.si_opt_state), jax.random.split(k, cfg.si_steps),
+            unroll=bool(cfg.unroll),
+        )  # fmt: skip
+        runner = runner.replace(params=params, si_opt_state=opt_state, key=key)
+        return runner, {
+            "si_loss": jnp.mean(loss),
+            "si_size": jnp.sum(buf.valid),
+            "si_successes": jnp.sum(buf.valid & buf.success),
+        }
+
+    # ---------------------------------------------------------------- jitted entry points
+    def _jitted(self, name, fn, runner, extra_in=None):
+        if name not in self._jit_cache:
+            rs = runner_shardings(runner, self.mesh)
+            rep = NamedSharding(self.mesh, P())
+            in_sh = (rs,) if extra_in is None else (rs, extra_in)
+            self._jit_cache[name] = jax.jit(
+                fn, in_shardings=in_sh, out_shardings=(rs, rep), donate_argnums=0
+            )
+        return self._jit_cache[name]
+
+    def iteration(self, runner: Runner):
+        """Rollout + GAE + PPO update: one jitted, donated call."""
+        return self._jitted("iteration", self._iteration, runner)(runner)
+
+    def si_phase(self, runner: Runner):
+        """`si_steps` behaviour-cloning steps on prioritised buffer samples (compiled once)."""
+        return self._jitted("si", self._si_phase, runner)(runner)
+
+    def update(self, runner: Runner, traj: Transition):
+        """The PPO update alone on a given `[T, N]` batch (host-stepped driver, tests)."""
+        ts = transition_shardings(traj, self.mesh)
+        return self._jitted("update", self.ppo_update, runner, ts)(runner, traj)
+
+
+def obs_batch_leading(obs) -> int:
+    return jax.tree.leaves(obs)[0].shape[0]

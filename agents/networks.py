@@ -1,0 +1,164 @@
+"""Policies: the MineAgent of the paper (App. F.2) and a small MLP actor-critic for vector envs.
+
+Both are linen modules called as `module.apply({"params": p}, obs, prev_action)` and return
+`(logits [B, sum(action_dims)], value [B])`; actions are factorised categoricals (see
+`agents.losses`). Orthogonal init (gain sqrt(2) hidden, 0.01 policy output, 1.0 value output) and
+zero biases, as in the PPO literature and MineCLIP's `build_mlp`.
+
+MineAgent inputs (any subset; keys are sorted before fusion, as in the official
+`SimpleFeatureFusion`):
+
+  rgb_feat  f32 [B, 512]     frozen MineCLIP frame feature (computed once per frame outside)
+  rgb       uint8 [B,H,W,3]  raw frame -> small trainable IMPALA CNN (no MineCLIP checkpoint)
+  prompt    f32 [B, 512]     MineCLIP text feature of the env's goal (identity)
+  task_id   int32 [B]        learned task embedding, when no MineCLIP text feature is available
+  compass   f32 [B, C]       sin/cos of yaw and pitch -> MLP 128-128-128
+  gps       f32 [B, 3]       position, pre-scaled -> MLP 128-128-128
+  voxels    int32 [B, 27]    3x3x3 block ids -> Embed(num_block_ids, 8) -> flatten -> MLP 128
+  prev_action int32 [B, K]   per-component Embed(n_k, 8)
+
+then concat -> ReLU -> Dense(fusion_dim) -> ReLU -> actor MLP (one per action component, hidden
+`actor_hidden` x `actor_depth`) and a separate critic MLP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_ortho = nn.initializers.orthogonal
+_zeros = nn.initializers.zeros
+
+
+def _dense(features: int, gain: float = np.sqrt(2), name=None):
+    return nn.Dense(features, kernel_init=_ortho(gain), bias_init=_zeros, name=name)
+
+
+class MLP(nn.Module):
+    hidden: Sequence[int]
+    out: int
+    out_gain: float = np.sqrt(2)
+    activation: str = "relu"
+    activate_last: bool = False
+
+    @nn.compact
+    def __call__(self, x):
+        act = nn.relu if self.activation == "relu" else nn.tanh
+        for h in self.hidden:
+            x = act(_dense(h)(x))
+        x = _dense(self.out, self.out_gain)(x)
+        return act(x) if self.activate_last else x
+
+
+class MLPActorCritic(nn.Module):
+    """CleanRL/purejaxrl CartPole network: separate tanh MLPs on `obs["state"]`."""
+
+    action_dims: Sequence[int]
+    hidden: Sequence[int] = (64, 64)
+
+    @nn.compact
+    def __call__(self, obs: dict, prev_action=None):
+        del prev_action
+        x = obs["state"].astype(jnp.float32)
+        logits = MLP(self.hidden, int(sum(self.action_dims)), 0.01, "tanh", name="actor")(x)
+        value = MLP(self.hidden, 1, 1.0, "tanh", name="critic")(x)[..., 0]
+        return logits, value
+
+
+class ImpalaCNN(nn.Module):
+    """IMPALA-style encoder: per stage conv3x3 -> maxpool/2 -> residual block; then Dense."""
+
+    channels: Sequence[int] = (16, 32, 32)
+    out: int = 256
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.astype(jnp.float32) / 255.0
+        for c in self.channels:
+            x = nn.Conv(c, (3, 3), kernel_init=_ortho(np.sqrt(2)))(x)
+            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            r = nn.Conv(c, (3, 3), kernel_init=_ortho(np.sqrt(2)))(nn.relu(x))
+            r = nn.Conv(c, (3, 3), kernel_init=_ortho(np.sqrt(2)))(nn.relu(r))
+            x = x + r
+        x = nn.relu(x).reshape(x.shape[:-3] + (-1,))
+        return nn.relu(_dense(self.out)(x))
+
+
+class MineAgent(nn.Module):
+    """The paper's MineAgent (App. F.2; official layer sizes from mineclip-facts §11)."""
+
+    action_dims: Sequence[int]
+    num_tasks: int = 1
+    num_block_ids: int = 32
+    cnn_channels: Sequence[int] = (16, 32, 32)
+    image_dim: int = 512
+    fusion_dim: int = 512
+    feat_hidden: int = 128
+    actor_hidden: int = 256
+    actor_depth: int = 3
+    critic_hidden: int = 256
+    critic_depth: int = 2
+
+    @nn.compact
+    def __call__(self, obs: dict, prev_action=None):
+        feats = {}
+        if "rgb_feat" in obs:
+            feats["rgb"] = obs["rgb_feat"].astype(jnp.float32)
+        elif "rgb" in obs:
+            feats["rgb"] = ImpalaCNN(self.cnn_channels, self.image_dim, name="rgb_cnn")(obs["rgb"])
+        if "prompt" in obs:
+            feats["prompt"] = obs["prompt"].astype(jnp.float32)
+        elif "task_id" in obs:
+            feats["prompt"] = nn.Embed(self.num_tasks, 32, name="task_emb")(obs["task_id"])
+        h = self.feat_hidden
+        if "compass" in obs:
+            feats["compass"] = MLP((h, h), h, activate_last=True, name="compass_mlp")(
+                obs["compass"].astype(jnp.float32)
+            )
+        if "gps" in obs:
+            feats["gps"] = MLP((h, h), h, activate_last=True, name="gps_mlp")(
+                obs["gps"].astype(jnp.float32)
+            )
+        if "voxels" in obs:
+            v = nn.Embed(self.num_block_ids, 8, name="voxel_emb")(
+                jnp.clip(obs["voxels"], 0, self.num_block_ids - 1)
+            )
+            v = v.reshape(v.shape[:-2] + (-1,))
+            feats["voxels"] = MLP((h, h), h, activate_last=True, name="voxel_mlp")(v)
+        if prev_action is not None:
+            embs = [
+                nn.Embed(n, 8, name=f"prev_action_emb_{k}")(prev_action[..., k])
+                for k, n in enumerate(self.action_dims)
+            ]
+            feats["prev_action"] = jnp.concatenate(embs, axis=-1)
+        if not feats:
+            raise ValueError("MineAgent got no known observation keys; see agents.networks docs")
+        x = jnp.concatenate([feats[k] for k in sorted(feats)], axis=-1)
+        x = nn.relu(_dense(self.fusion_dim, name="fusion")(nn.relu(x)))
+        hidden = (self.actor_hidden,) * self.actor_depth
+        logits = jnp.concatenate(
+            [
+                MLP(hidden, n, 0.01, name=f"actor_head_{k}")(x)
+                for k, n in enumerate(self.action_dims)
+            ],
+            axis=-1,
+        )
+        value = MLP((self.critic_hidden,) * self.critic_depth, 1, 1.0, name="critic_head")(x)
+        return logits, value[..., 0]
+
+
+def reset_policy_head(params, new_params):
+    """Multi-stage training (App. G.3): take the actor heads from `new_params` (a fresh init)."""
+    params = dict(params)
+    for k in params:
+        if k.startswith("actor_head"):
+            params[k] = new_params[k]
+    return params
+
+
+def count_params(params) -> int:
+    return int(sum(np.prod(x.shape) for x in jax.tree.leaves(params)))

@@ -1,0 +1,185 @@
+"""Self-imitation (paper App. F, Algorithm 1): a fixed-shape, padded trajectory buffer.
+
+Everything is a `flax.struct.dataclass` of fixed-shape arrays so the insert (inside the rollout
+scan) and the SI update compile once.
+
+Sampling priority (paper App. F.3): every successful trajectory has the same weight 1;
+unsuccessful ones have weight `unsuccessful_weight * max(R, 0) / max_j max(R_j, 0)` over the
+unsuccessful trajectories in the buffer, i.e. proportional to their episodic return and never
+above `unsuccessful_weight` (< 1, "lower probability"). Probabilities are weights / sum. With
+`balance_tasks`, each task present in the buffer gets the same total probability (the paper's
+replay balancing for multi-task training, App. G.3).
+
+Replacement: a finished episode is a candidate if it succeeded or its return exceeds
+`min_return`; it replaces the lowest-ranked slot (empty < unsuccessful by return < successful by
+return) when it ranks higher. Episodes longer than `max_len` keep their first `max_len` steps.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+_SUCCESS_RANK = 1e9
+
+
+@struct.dataclass
+class SIBuffer:
+    obs: dict  # pytree of [C, L, ...]
+    prev_action: jax.Array  # int32 [C, L, K]
+    action: jax.Array  # int32 [C, L, K]
+    length: jax.Array  # int32 [C]
+    ret: jax.Array  # f32 [C]
+    success: jax.Array  # bool [C]
+    valid: jax.Array  # bool [C]
+    task_id: jax.Array  # int32 [C]
+
+    @property
+    def capacity(self) -> int:
+        return self.length.shape[0]
+
+    @property
+    def max_len(self) -> int:
+        return self.action.shape[1]
+
+
+@struct.dataclass
+class EpisodeStore:
+    """The episode each env is currently playing, written step by step."""
+
+    obs: dict  # pytree of [N, L, ...]
+    prev_action: jax.Array  # int32 [N, L, K]
+    action: jax.Array  # int32 [N, L, K]
+    ptr: jax.Array  # int32 [N]
+
+
+def init_buffer(capacity: int, max_len: int, obs_example: dict, num_components: int) -> SIBuffer:
+    """Empty buffer; `obs_example` is one observation (no batch axis) giving shapes and dtypes."""
+    obs = jax.tree.map(lambda x: jnp.zeros((capacity, max_len) + x.shape, x.dtype), obs_example)
+    act = jnp.zeros((capacity, max_len, num_components), jnp.int32)
+    return SIBuffer(
+        obs=obs,
+        prev_action=act,
+        action=jnp.zeros_like(act),
+        length=jnp.zeros((capacity,), jnp.int32),
+        ret=jnp.zeros((capacity,), jnp.float32),
+        success=jnp.zeros((capacity,), bool),
+        valid=jnp.zeros((capacity,), bool),
+        task_id=jnp.zeros((capacity,), jnp.int32),
+    )
+
+
+def init_store(num_envs: int, max_len: int, obs_example: dict, num_components: int) -> EpisodeStore:
+    obs = jax.tree.map(lambda x: jnp.zeros((num_envs, max_len) + x.shape, x.dtype), obs_example)
+    act = jnp.zeros((num_envs, max_len, num_components), jnp.int32)
+    return EpisodeStore(obs, act, jnp.zeros_like(act), jnp.zeros((num_envs,), jnp.int32))
+
+
+def weights(buf: SIBuffer, unsuccessful_weight: float, num_tasks: int = 1, balance_tasks=False):
+    """Unnormalised sampling weights `[C]` (see the module docstring)."""
+    pos = jnp.maximum(buf.ret, 0.0)
+    unsucc = buf.valid & ~buf.success
+    max_r = jnp.max(jnp.where(unsucc, pos, 0.0))
+    w_fail = unsuccessful_weight * pos / jnp.maximum(max_r, 1e-8)
+    w = jnp.where(buf.success, 1.0, w_fail)
+    w = jnp.where(buf.valid, w, 0.0)
+    if balance_tasks and num_tasks > 1:
+        per_task = jax.ops.segment_sum(w, buf.task_id, num_segments=num_tasks)
+        present = jnp.sum(per_task > 0)
+        w = w / jnp.maximum(per_task[buf.task_id], 1e-12) / jnp.maximum(present, 1)
+    return w
+
+
+def probabilities(buf: SIBuffer, unsuccessful_weight: float, num_tasks=1, balance_tasks=False):
+    """Sampling probabilities `[C]`; all zero when the buffer holds nothing sampleable."""
+    w = weights(buf, unsuccessful_weight, num_tasks, balance_tasks)
+    return w / jnp.maximum(jnp.sum(w), 1e-12)
+
+
+def sample(
+    key, buf: SIBuffer, batch: int, unsuccessful_weight: float, num_tasks=1, balance_tasks=False
+):
+    """Indices int32 `[batch]` drawn with replacement by priority, and whether any were sampleable."""
+    w = weights(buf, unsuccessful_weight, num_tasks, balance_tasks)
+    ok = jnp.sum(w) > 0
+    logits = jnp.where(w > 0, jnp.log(jnp.maximum(w, 1e-30)), -jnp.inf)
+    logits = jnp.where(ok, logits, 0.0)
+    idx = jax.random.categorical(key, logits, shape=(batch,)).astype(jnp.int32)
+    return idx, ok
+
+
+def _rank(success, ret, valid):
+    return jnp.where(valid, jnp.where(success, _SUCCESS_RANK, 0.0) + ret, -jnp.inf)
+
+
+def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_id, min_return):
+    """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`) if it qualifies."""
+    ranks = _rank(buf.success, buf.ret, buf.valid)
+    slot = jnp.argmin(ranks)
+    new_rank = _rank(success, ret, True)
+    qualifies = (success | (ret > min_return)) & (new_rank > ranks[slot]) & (length > 0)
+
+    def write(b):
+        upd = lambda a, v: a.at[slot].set(v)  # noqa: E731
+        return SIBuffer(
+            obs=jax.tree.map(upd, b.obs, obs),
+            prev_action=upd(b.prev_action, prev_action),
+            action=upd(b.action, action),
+            length=upd(b.length, length),
+            ret=upd(b.ret, ret),
+            success=upd(b.success, success),
+            valid=upd(b.valid, True),
+            task_id=upd(b.task_id, task_id),
+        )
+
+    return jax.lax.cond(qualifies, write, lambda b: b, buf)
+
+
+def record_step(store: EpisodeStore, obs, prev_action, action) -> EpisodeStore:
+    """Write one step for every env (obs leaves `[N, ...]`, actions `[N, K]`) at its pointer."""
+    n = store.ptr.shape[0]
+    max_len = store.action.shape[1]
+    idx = jnp.minimum(store.ptr, max_len - 1)
+    rows = jnp.arange(n)
+    upd = lambda a, v: a.at[rows, idx].set(v)  # noqa: E731
+    return EpisodeStore(
+        obs=jax.tree.map(upd, store.obs, obs),
+        prev_action=upd(store.prev_action, prev_action),
+        action=upd(store.action, action),
+        ptr=store.ptr + 1,
+    )
+
+
+def finish_episodes(
+    buf: SIBuffer, store: EpisodeStore, done, ret, success, task_id, min_return: float
+) -> tuple[SIBuffer, EpisodeStore]:
+    """For envs whose episode ended (`done [N]`), offer it to the buffer and reset its pointer.
+
+    Runs the per-env insert only when some env finished (`lax.cond`), so the cost is paid once per
+    episode, not once per step."""
+    max_len = store.action.shape[1]
+
+    def offer_all(b):
+        def body(i, b):
+            def offer(b):
+                take = lambda a: a[i]  # noqa: E731
+                return insert(
+                    b,
+                    jax.tree.map(take, store.obs),
+                    store.prev_action[i],
+                    store.action[i],
+                    jnp.minimum(store.ptr[i], max_len),
+                    ret[i],
+                    success[i],
+                    task_id[i],
+                    min_return,
+                )
+
+            return jax.lax.cond(done[i], offer, lambda b: b, b)
+
+        return jax.lax.fori_loop(0, done.shape[0], body, b)
+
+    buf = jax.lax.cond(jnp.any(done), offer_all, lambda b: b, buf)
+    store = store.replace(ptr=jnp.where(done, 0, store.ptr))
+    return buf, store

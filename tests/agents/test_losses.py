@@ -1,0 +1,154 @@
+"""GAE, PPO loss pieces, action smoothing and SI sampling against NumPy / hand-computed values."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agents import losses
+from agents import self_imitation as si
+
+
+def _gae_numpy(r, v, d, last_v, gamma, lam):
+    t_len = r.shape[0]
+    adv = np.zeros_like(r)
+    carry = np.zeros_like(last_v)
+    for t in reversed(range(t_len)):
+        nv = last_v if t == t_len - 1 else v[t + 1]
+        nonterm = 1.0 - d[t]
+        delta = r[t] + gamma * nv * nonterm - v[t]
+        carry = delta + gamma * lam * nonterm * carry
+        adv[t] = carry
+    return adv, adv + v
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_gae_matches_numpy_loop(use_jit):
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=(7, 3)).astype(np.float32)
+    v = rng.normal(size=(7, 3)).astype(np.float32)
+    d = rng.random((7, 3)) < 0.3
+    lv = rng.normal(size=(3,)).astype(np.float32)
+    fn = jax.jit(losses.gae, static_argnums=(4, 5)) if use_jit else losses.gae
+    adv, ret = fn(jnp.asarray(r), jnp.asarray(v), jnp.asarray(d), jnp.asarray(lv), 0.97, 0.9)
+    adv_np, ret_np = _gae_numpy(r, v, d.astype(np.float32), lv, 0.97, 0.9)
+    np.testing.assert_allclose(adv, adv_np, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ret, ret_np, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_policy_loss_hand_computed(use_jit):
+    # ratios e^0.5=1.6487 (A=+1 -> clipped at 1.2: loss -1.2), e^-0.5=0.6065 (A=-2 -> max(1.2131,
+    # 1.6)=1.6), ratio 1 (A=3 -> -3). mean = (-1.2 + 1.6 - 3)/3
+    new = jnp.array([0.5, -0.5, 0.0])
+    old = jnp.zeros(3)
+    adv = jnp.array([1.0, -2.0, 3.0])
+    fn = jax.jit(losses.policy_loss, static_argnums=3) if use_jit else losses.policy_loss
+    loss, clipfrac = fn(new, old, adv, 0.2)
+    np.testing.assert_allclose(loss, (-1.2 + 1.6 - 3.0) / 3, rtol=1e-5)
+    np.testing.assert_allclose(clipfrac, 2 / 3, rtol=1e-6)
+
+
+def test_value_loss_hand_computed():
+    new = jnp.array([1.0, 0.0])
+    old = jnp.array([0.0, 0.0])
+    ret = jnp.array([2.0, 1.0])
+    # unclipped: 0.5 * mean(1, 1) = 0.5
+    np.testing.assert_allclose(losses.value_loss(new, old, ret, None), 0.5)
+    # clipped at 0.2: v_clip = (0.2, 0); max((1)^2,(1.8)^2)=3.24, max(1, 1)=1 -> 0.5*2.12
+    np.testing.assert_allclose(
+        losses.value_loss(new, old, ret, 0.2), 0.5 * (3.24 + 1) / 2, rtol=1e-6
+    )
+    # masked: only the second element counts
+    np.testing.assert_allclose(losses.value_loss(new, old, ret, None, jnp.array([0, 1])), 0.5)
+
+
+def test_factorised_logprob_entropy_kl():
+    dims = (2, 3)
+    logits = jnp.log(jnp.array([0.25, 0.75, 0.2, 0.3, 0.5]))
+    a = jnp.array([1, 2])
+    np.testing.assert_allclose(losses.log_prob(logits, a, dims), np.log(0.75 * 0.5), rtol=1e-6)
+    h = -(0.25 * np.log(0.25) + 0.75 * np.log(0.75)) - sum(p * np.log(p) for p in (0.2, 0.3, 0.5))
+    np.testing.assert_allclose(losses.entropy(logits, dims), h, rtol=1e-5)
+    q = jnp.log(jnp.array([0.5, 0.5, 1 / 3, 1 / 3, 1 / 3]))
+    want = 0.25 * np.log(0.5) + 0.75 * np.log(1.5) + sum(p * np.log(p * 3) for p in (0.2, 0.3, 0.5))
+    np.testing.assert_allclose(losses.kl(logits, q, dims), want, rtol=1e-5)
+    np.testing.assert_allclose(losses.kl(logits, logits, dims), 0.0, atol=1e-7)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_action_smoothing_kl_window(use_jit):
+    dims = (2,)
+    p = [np.array([0.5, 0.5]), np.array([0.9, 0.1]), np.array([0.2, 0.8])]
+    logits = jnp.log(jnp.asarray(np.stack(p)))[:, None, :]  # [T=3, N=1, 2]
+
+    def kl_np(a, b):
+        return float(np.sum(a * np.log(a / b)))
+
+    fn = losses.action_smoothing_loss
+    if use_jit:
+        fn = jax.jit(fn, static_argnums=(2, 3))
+    # window 3, one episode: t=1: KL(p0||p1)/2; t=2: (KL(p1||p2) + KL(p0||p2))/2; mean over 3 steps
+    same = jnp.zeros((3, 1), jnp.int32)
+    want = (kl_np(p[0], p[1]) + kl_np(p[1], p[2]) + kl_np(p[0], p[2])) / 2 / 3
+    np.testing.assert_allclose(fn(logits, same, 3, dims), want, rtol=1e-5)
+    # an episode boundary before t=2 removes every pair that crosses it
+    split = jnp.array([[0], [0], [1]])
+    np.testing.assert_allclose(fn(logits, split, 3, dims), kl_np(p[0], p[1]) / 2 / 3, rtol=1e-5)
+    assert float(losses.action_smoothing_loss(logits, same, 1, dims)) == 0.0
+
+
+def _buffer(success, ret, valid, task=None):
+    c = len(success)
+    buf = si.init_buffer(c, 2, {"x": jnp.zeros((1,))}, 1)
+    return buf.replace(
+        success=jnp.asarray(success),
+        ret=jnp.asarray(ret, jnp.float32),
+        valid=jnp.asarray(valid),
+        task_id=jnp.asarray(task if task is not None else [0] * c, jnp.int32),
+    )
+
+
+def test_si_probabilities_success_equal_failure_proportional():
+    buf = _buffer([True, True, False, False, False], [5.0, 1.0, 4.0, 2.0, 9.0], [1, 1, 1, 1, 0])
+    p = np.asarray(si.probabilities(buf, 0.5))
+    # weights: 1, 1, 0.5*4/4, 0.5*2/4, invalid 0 -> (1, 1, .5, .25, 0) / 2.75
+    np.testing.assert_allclose(p, np.array([1, 1, 0.5, 0.25, 0]) / 2.75, rtol=1e-6)
+    idx, ok = jax.jit(si.sample, static_argnums=(2, 3))(jax.random.PRNGKey(0), buf, 20000, 0.5)
+    assert bool(ok)
+    freq = np.bincount(np.asarray(idx), minlength=5) / 20000
+    np.testing.assert_allclose(freq, p, atol=0.015)
+
+
+def test_si_balanced_tasks_and_empty_buffer():
+    buf = _buffer([True, True, True], [1.0, 1.0, 1.0], [1, 1, 1], task=[0, 0, 1])
+    p = np.asarray(si.probabilities(buf, 0.5, num_tasks=2, balance_tasks=True))
+    np.testing.assert_allclose(p, [0.25, 0.25, 0.5], rtol=1e-6)
+    empty = _buffer([False, False], [0.0, 0.0], [0, 0])
+    _, ok = si.sample(jax.random.PRNGKey(0), empty, 4, 0.5)
+    assert not bool(ok)
+
+
+def test_si_insert_replaces_lowest_and_store_roundtrip():
+    obs = {"x": jnp.zeros((1,))}
+    buf = si.init_buffer(2, 3, obs, 1)
+    store = si.init_store(2, 3, obs, 1)
+    for t in range(2):
+        o = {"x": jnp.full((2, 1), float(t))}
+        store = si.record_step(store, o, jnp.zeros((2, 1), jnp.int32), jnp.full((2, 1), t + 1))
+    done = jnp.array([True, True])
+    buf, store = si.finish_episodes(
+        buf, store, done, jnp.array([1.0, 3.0]), jnp.array([False, False]),
+        jnp.zeros(2, jnp.int32), 0.0,
+    )  # fmt: skip
+    assert np.asarray(buf.valid).all() and sorted(np.asarray(buf.ret)) == [1.0, 3.0]
+    np.testing.assert_array_equal(store.ptr, [0, 0])
+    np.testing.assert_array_equal(buf.length, [2, 2])
+    np.testing.assert_array_equal(buf.action[0, :, 0], [1, 2, 0])
+    # a success replaces the lowest-return failure; a low-return failure is not inserted
+    b2 = si.insert(buf, {"x": jnp.zeros((3, 1))}, jnp.zeros((3, 1), jnp.int32),
+                   jnp.zeros((3, 1), jnp.int32), 1, 0.5, True, 0, 0.0)  # fmt: skip
+    assert sorted(np.asarray(b2.ret)) == [0.5, 3.0] and int(np.sum(b2.success)) == 1
+    b3 = si.insert(b2, {"x": jnp.zeros((3, 1))}, jnp.zeros((3, 1), jnp.int32),
+                   jnp.zeros((3, 1), jnp.int32), 1, 2.0, False, 0, 0.0)  # fmt: skip
+    assert sorted(np.asarray(b3.ret)) == [0.5, 3.0]
