@@ -1,0 +1,212 @@
+"""Loading and saving MineCLIP weights.
+
+    mc = mcj.load_checkpoint("attn.pth")        # released checkpoint (needs torch, once)
+    mcj.save_checkpoint(mc, "mineclip_attn")    # native: config.json + params.msgpack
+    mc = mcj.load_checkpoint("mineclip_attn")   # no torch needed from now on
+
+Accepted inputs of `load_checkpoint`:
+* the released `attn.pth` / `avg.pth` (a dict whose `state_dict` holds `model.`-prefixed keys);
+* a plain PyTorch state dict with the official keys (`torch.save(model.state_dict(), path)`);
+* a `.npz` of official-key arrays (e.g. from `export_state_dict`);
+* a native checkpoint directory written by `save_checkpoint`;
+* an in-memory mapping of official keys to arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from flax import serialization
+
+from mineclip_jax.config import MineCLIPConfig
+from mineclip_jax.convert import (
+    CheckpointMismatchError,
+    infer_config,
+    openai_clip_to_state_dict,
+    params_to_state_dict,
+    state_dict_to_params,
+)
+from mineclip_jax.handle import MineCLIPHandle, init_params
+
+NATIVE_FORMAT = "mineclip-jax/1"
+CONFIG_FILE = "config.json"
+PARAMS_FILE = "params.msgpack"
+TORCH_HINT = 'reading PyTorch checkpoints needs torch: pip install "mineclip-jax[torch]"'
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError(TORCH_HINT) from e
+    return torch
+
+
+def unwrap_state_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The official-key state dict inside a loaded checkpoint object. A nested `state_dict`
+    (Lightning) is taken, and keys with the `model.` prefix are kept with it stripped, as the
+    official `load_ckpt` does; a plain state dict is returned as is."""
+    if not isinstance(obj, Mapping):
+        raise CheckpointMismatchError(
+            f"expected a checkpoint dict or state dict, got {type(obj).__name__}"
+        )
+    sd = obj["state_dict"] if isinstance(obj.get("state_dict"), Mapping) else obj
+    if any(isinstance(k, str) and k.startswith("model.") for k in sd):
+        return {k[len("model.") :]: v for k, v in sd.items() if k.startswith("model.")}
+    return dict(sd)
+
+
+def read_torch_checkpoint(path: str | os.PathLike, *, weights_only: bool = True) -> dict:
+    """torch.load a .pth/.ckpt on CPU and return its official-key state dict (NumPy arrays).
+
+    `weights_only=True` (default) refuses pickled Python objects; set it to False only for a
+    file you trust (PyTorch-Lightning checkpoints may pickle hyper-parameters)."""
+    torch = _import_torch()
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=weights_only)
+    except Exception as e:
+        if weights_only and "weights_only" in str(e):
+            raise RuntimeError(
+                f"{path} contains pickled objects that torch refuses to load with "
+                "weights_only=True; if you trust the file, call "
+                "load_checkpoint(path, weights_only=False)"
+            ) from e
+        raise
+    sd = unwrap_state_dict(obj)
+    return {k: v.detach().cpu().float().numpy() for k, v in sd.items() if hasattr(v, "detach")}
+
+
+def load_state_dict(
+    state_dict: Mapping[str, Any], config: MineCLIPConfig | None = None, **config_overrides
+) -> MineCLIPHandle:
+    """A handle from official-key arrays; the config (attn vs avg, sizes) is inferred unless
+    given. `config_overrides` (e.g. dtype="bfloat16") adjust the inferred config."""
+    sd = unwrap_state_dict(state_dict)
+    if config is None:
+        config = infer_config(sd, **config_overrides)
+    elif config_overrides:
+        config = config.replace(**config_overrides)
+    params = state_dict_to_params(sd, config)
+    return MineCLIPHandle(config=config, params=jax.tree.map(np.asarray, params))
+
+
+def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
+    meta = json.loads((directory / CONFIG_FILE).read_text())
+    if meta.get("format") != NATIVE_FORMAT:
+        raise CheckpointMismatchError(
+            f"{directory / CONFIG_FILE} has format {meta.get('format')!r}, expected "
+            f"{NATIVE_FORMAT!r}"
+        )
+    config = MineCLIPConfig.from_dict(meta["config"])
+    if config_overrides:
+        config = config.replace(**config_overrides)
+    target = jax.eval_shape(init_params, config, jax.random.key(0))
+    raw = serialization.msgpack_restore((directory / PARAMS_FILE).read_bytes())
+    expected = {
+        jax.tree_util.keystr(p): x.shape for p, x in jax.tree_util.tree_leaves_with_path(target)
+    }
+    got = {
+        jax.tree_util.keystr(p): np.shape(x) for p, x in jax.tree_util.tree_leaves_with_path(raw)
+    }
+    if expected != got:
+        missing = sorted(set(expected) - set(got))
+        extra = sorted(set(got) - set(expected))
+        wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
+        raise CheckpointMismatchError(
+            f"{directory / PARAMS_FILE} does not match its config: missing {missing}, "
+            f"unexpected {extra}, wrong shapes {wrong}"
+        )
+    params = serialization.from_state_dict(target, raw)
+    return MineCLIPHandle(config=config, params=jax.tree.map(np.asarray, params))
+
+
+def load_checkpoint(
+    path_or_state_dict: str | os.PathLike | Mapping[str, Any],
+    config: MineCLIPConfig | None = None,
+    *,
+    weights_only: bool = True,
+    **config_overrides,
+) -> MineCLIPHandle:
+    """Load MineCLIP weights from any supported source (see module doc) into a handle.
+
+    Args:
+      path_or_state_dict: file/dir path, or a mapping of official keys to arrays.
+      config: the architecture; inferred from the weights when None.
+      weights_only: passed to torch.load for .pth files (see `read_torch_checkpoint`).
+      **config_overrides: e.g. dtype="bfloat16" to compute in bfloat16.
+    """
+    if isinstance(path_or_state_dict, Mapping):
+        return load_state_dict(path_or_state_dict, config, **config_overrides)
+    path = Path(path_or_state_dict).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    if path.is_dir():
+        if not (path / CONFIG_FILE).is_file() or not (path / PARAMS_FILE).is_file():
+            raise FileNotFoundError(
+                f"{path} is a directory but not a native mineclip-jax checkpoint (it needs "
+                f"{CONFIG_FILE} and {PARAMS_FILE}, as written by save_checkpoint)"
+            )
+        if config is not None:
+            raise ValueError("a native checkpoint carries its own config; pass overrides instead")
+        return _load_native(path, config_overrides)
+    if path.suffix == ".npz":
+        with np.load(path) as data:
+            sd = {k: data[k] for k in data.files}
+    else:
+        sd = read_torch_checkpoint(path, weights_only=weights_only)
+    return load_state_dict(sd, config, **config_overrides)
+
+
+def save_checkpoint(handle: MineCLIPHandle, directory: str | os.PathLike) -> Path:
+    """Write `config.json` + `params.msgpack` (float32) into `directory` (created if needed)."""
+    directory = Path(directory).expanduser()
+    directory.mkdir(parents=True, exist_ok=True)
+    params = jax.tree.map(lambda x: np.asarray(x, dtype=np.float32), handle.params)
+    (directory / PARAMS_FILE).write_bytes(serialization.msgpack_serialize(params))
+    meta = {"format": NATIVE_FORMAT, "config": handle.config.to_dict()}
+    (directory / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    return directory
+
+
+def export_state_dict(handle: MineCLIPHandle, *, aliases: bool = True) -> dict[str, np.ndarray]:
+    """The handle's weights as an official-key NumPy state dict (what the official
+    `MineCLIP.load_state_dict(strict=True)` accepts once converted to tensors)."""
+    return params_to_state_dict(jax.device_get(handle.params), handle.config, aliases=aliases)
+
+
+def save_torch_checkpoint(handle: MineCLIPHandle, path: str | os.PathLike) -> Path:
+    """Write a `.pth` in the released layout ({'state_dict': {'model.' + key: tensor}}), alias
+    keys sharing one tensor, loadable by the official `load_ckpt`."""
+    torch = _import_torch()
+    tensors: dict[int, Any] = {}
+    state_dict = {}
+    for key, array in export_state_dict(handle).items():
+        if id(array) not in tensors:
+            tensors[id(array)] = torch.from_numpy(np.array(array))
+        state_dict["model." + key] = tensors[id(array)]
+    path = Path(path).expanduser()
+    torch.save({"state_dict": state_dict}, str(path))
+    return path
+
+
+def init_from_openai_clip(
+    clip_state_dict: Mapping[str, Any], config: MineCLIPConfig | None = None, key=None
+) -> MineCLIPHandle:
+    """Start from OpenAI CLIP ViT-B/16 weights (the MineCLIP paper's initialisation): both
+    towers and the logit scale come from CLIP (vision positions bicubically resized to the
+    patch grid); the temporal encoder and adapters keep their random init."""
+    config = MineCLIPConfig.attn() if config is None else config
+    key = jax.random.key(0) if key is None else key
+    base = params_to_state_dict(jax.device_get(init_params(config, key)), config, aliases=False)
+    clip_sd = openai_clip_to_state_dict(clip_state_dict, config)
+    unknown = sorted(set(clip_sd) - set(base))
+    if unknown:
+        raise CheckpointMismatchError(f"unexpected CLIP weights after renaming: {unknown[:20]}")
+    base.update(clip_sd)
+    return load_state_dict(base, config)
