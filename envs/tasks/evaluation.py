@@ -1,0 +1,169 @@
+"""Success-rate tables for the evaluation protocol (paper section 3: 100 episodes per task, report
+the percentage of successes), with 95% Wilson score intervals, as Markdown and CSV.
+
+Wilson's interval is used rather than the normal approximation because success rates near 0% or
+100% (common on this benchmark) would give the latter zero width or bounds outside [0, 1].
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal
+
+Z_95 = 1.959963984540054  # two-sided 95% standard-normal quantile
+Judge = Literal["programmatic", "mineclip"]
+
+
+def wilson_interval(successes: int, episodes: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion, as fractions in [0, 1]."""
+    if episodes <= 0:
+        raise ValueError(f"episodes must be positive, got {episodes}")
+    if not 0 <= successes <= episodes:
+        raise ValueError(f"successes must be in [0, episodes={episodes}], got {successes}")
+    p = successes / episodes
+    z2 = z * z
+    centre = (p + z2 / (2 * episodes)) / (1 + z2 / episodes)
+    half = (
+        z / (1 + z2 / episodes) * math.sqrt(p * (1 - p) / episodes + z2 / (4 * episodes * episodes))
+    )
+    # Clamp the float round-off at the ends (p = 0 or 1 gives exactly 0 or 1 analytically).
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskResult:
+    """Outcome of evaluating one task."""
+
+    task_id: str
+    prompt: str
+    category: str
+    backend: str
+    episodes: int
+    successes: int
+    mean_return: float = 0.0  # programmatic reward summed per episode, averaged
+    mean_length: float = 0.0  # steps per episode, averaged
+    judge: Judge = "programmatic"  # who decided success: the task's check or the MineCLIP evaluator
+    f1: float | None = None  # creative: MineCLIP's agreement with human labels, when given
+
+    def __post_init__(self):
+        if self.episodes <= 0 or not 0 <= self.successes <= self.episodes:
+            raise ValueError(
+                f"{self.task_id}: need 0 <= successes <= episodes > 0, got {self.successes}/{self.episodes}"
+            )
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.episodes
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.successes, self.episodes)
+
+
+_CSV_FIELDS = (
+    "task_id",
+    "prompt",
+    "category",
+    "backend",
+    "episodes",
+    "successes",
+    "success_rate",
+    "ci95_low",
+    "ci95_high",
+    "mean_return",
+    "mean_length",
+    "judge",
+    "f1",
+)
+
+
+def write_csv(results: Iterable[TaskResult], path: str | os.PathLike) -> Path:
+    """One row per task; rates and bounds as fractions with 6 decimals."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=_CSV_FIELDS)
+        writer.writeheader()
+        for r in results:
+            low, high = r.interval
+            writer.writerow(
+                {
+                    "task_id": r.task_id,
+                    "prompt": r.prompt,
+                    "category": r.category,
+                    "backend": r.backend,
+                    "episodes": r.episodes,
+                    "successes": r.successes,
+                    "success_rate": f"{r.success_rate:.6f}",
+                    "ci95_low": f"{low:.6f}",
+                    "ci95_high": f"{high:.6f}",
+                    "mean_return": repr(float(r.mean_return)),
+                    "mean_length": repr(float(r.mean_length)),
+                    "judge": r.judge,
+                    "f1": "" if r.f1 is None else repr(float(r.f1)),
+                }
+            )
+    return path
+
+
+def read_csv(path: str | os.PathLike) -> list[TaskResult]:
+    """Results written by ``write_csv`` (derived columns are recomputed, not read)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = set(_CSV_FIELDS) - set(reader.fieldnames or ())
+        if missing:
+            raise ValueError(f"{path} is not a results table: missing columns {sorted(missing)}")
+        return [
+            TaskResult(
+                task_id=row["task_id"],
+                prompt=row["prompt"],
+                category=row["category"],
+                backend=row["backend"],
+                episodes=int(row["episodes"]),
+                successes=int(row["successes"]),
+                mean_return=float(row["mean_return"]),
+                mean_length=float(row["mean_length"]),
+                judge=row["judge"],
+                f1=float(row["f1"]) if row["f1"] else None,
+            )
+            for row in reader
+        ]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def markdown_table(results: Sequence[TaskResult], title: str | None = None) -> str:
+    """A Markdown table of success rates (percent) with 95% Wilson intervals, plus the mean."""
+    lines = [f"## {title}", ""] if title else []
+    lines += [
+        "| task | category | backend | episodes | success % | 95% CI % | mean return | mean length | judge |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        low, high = r.interval
+        judge = r.judge if r.f1 is None else f"{r.judge} (F1 {r.f1:.2f})"
+        lines.append(
+            f"| `{r.task_id}` | {r.category} | {r.backend} | {r.episodes} | {_pct(r.success_rate)} "
+            f"| [{_pct(low)}, {_pct(high)}] | {r.mean_return:.2f} | {r.mean_length:.1f} | {judge} |"
+        )
+    if results:
+        mean_rate = sum(r.success_rate for r in results) / len(results)
+        lines += ["", f"Mean success rate over {len(results)} tasks: {_pct(mean_rate)}%."]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_markdown(
+    results: Sequence[TaskResult], path: str | os.PathLike, title: str | None = None
+) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown_table(results, title), encoding="utf-8")
+    return path

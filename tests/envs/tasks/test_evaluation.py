@@ -1,0 +1,93 @@
+"""Success-rate tables: Wilson intervals and the Markdown / CSV writers."""
+
+import math
+
+import pytest
+
+from envs.tasks.evaluation import (
+    TaskResult,
+    markdown_table,
+    read_csv,
+    wilson_interval,
+    write_csv,
+    write_markdown,
+)
+
+
+def test_wilson_against_hand_computed_values():
+    z2 = 1.959963984540054**2
+    # 0/10 and 10/10: the bounds reduce to z^2/(n+z^2) and n/(n+z^2)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, z2 / (10 + z2)), abs=1e-12)
+    assert wilson_interval(10, 10) == pytest.approx((10 / (10 + z2), 1.0), abs=1e-12)
+    assert wilson_interval(0, 10)[1] == pytest.approx(0.27753, abs=1e-5)
+    # 5/10: centre 0.5, half-width 1.96/1.38415 * sqrt(0.025 + 0.0096) = 0.26340
+    assert wilson_interval(5, 10) == pytest.approx((0.23659, 0.76341), abs=1e-5)
+    # 60/100 and 37/100: roots of (p - k/n)^2 = z^2 p (1 - p) / n
+    assert wilson_interval(60, 100) == pytest.approx((0.502003, 0.690599), abs=1e-6)
+    assert wilson_interval(37, 100) == pytest.approx((0.281824, 0.467795), abs=1e-6)
+    low, high = wilson_interval(1, 100)
+    assert 0 < low < 0.01 < high
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(11, 10)
+    with pytest.raises(ValueError, match="episodes"):
+        wilson_interval(0, 0)
+
+
+def _results():
+    return [
+        TaskResult("harvest_1_log", "obtain log", "harvest", "voxel", 100, 37, 0.37, 412.5),
+        TaskResult(
+            "combat_cow_forest_barehand",
+            "hunt a cow in forest",
+            "combat",
+            "voxel",
+            10,
+            0,
+            0.0,
+            500.0,
+        ),
+        TaskResult(
+            "creative:2",
+            "Explore, find ocean",
+            "creative",
+            "minedojo",
+            20,
+            11,
+            0.0,
+            321.25,
+            "mineclip",
+            0.875,
+        ),
+    ]
+
+
+def test_csv_round_trip(tmp_path):
+    results = _results()
+    path = write_csv(results, tmp_path / "sub" / "table.csv")
+    assert read_csv(path) == results
+    header = path.read_text().splitlines()[0]
+    assert header.startswith(
+        "task_id,prompt,category,backend,episodes,successes,success_rate,ci95_low,ci95_high"
+    )
+    row = path.read_text().splitlines()[1].split(",")
+    assert row[6] == "0.370000"
+    assert math.isclose(float(row[7]), wilson_interval(37, 100)[0], abs_tol=1e-6)
+
+
+def test_markdown_table(tmp_path):
+    results = _results()
+    text = markdown_table(results, title="Eval")
+    lines = text.splitlines()
+    assert lines[0] == "## Eval"
+    assert (
+        "| `harvest_1_log` | harvest | voxel | 100 | 37.0 | [28.2, 46.8] | 0.37 | 412.5 | programmatic |"
+        in lines
+    )
+    assert "mineclip (F1 0.88)" in text
+    assert "Mean success rate over 3 tasks: 30.7%." in text
+    assert write_markdown(results, tmp_path / "t.md").read_text() == markdown_table(results)
+
+
+def test_result_validation():
+    with pytest.raises(ValueError, match="successes"):
+        TaskResult("x", "p", "harvest", "voxel", 3, 4)
