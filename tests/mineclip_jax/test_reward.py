@@ -1,0 +1,254 @@
+"""MineCLIP reward: ring-buffer cache, Direct/Delta maths, cached == from-scratch scoring."""
+
+from collections import deque
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mineclip_jax as mcj
+from mineclip_jax import reward as rw
+
+WINDOW = 16
+
+
+@pytest.fixture(scope="module")
+def handle():
+    return mcj.create(mcj.MineCLIPConfig.tiny(pool="attn"), jax.random.key(0))
+
+
+@pytest.fixture(scope="module")
+def clip_frames():
+    # 20 random frames for env 0 and 20 for env 1.
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, size=(2, 20, 160, 256, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def clip_features(handle, clip_frames):
+    return np.asarray(handle.encode_frames(clip_frames))  # [2, 20, D]
+
+
+def _np_softmax_prob(logits, goal_col, cand):
+    z = np.where(cand, logits, -np.inf)
+    z = z - z.max()
+    e = np.exp(z)
+    return e[goal_col] / e.sum()
+
+
+# -------------------------------------------------------------------------------- the cache
+def _reference_windows(seq, firsts, window):
+    """Loop reference: per env a deque; at an episode start the window is the first frame
+    repeated `window` times."""
+    n = seq.shape[1]
+    dq = [None] * n
+    out = []
+    for t in range(seq.shape[0]):
+        for e in range(n):
+            if firsts[t, e] or dq[e] is None:
+                dq[e] = deque([seq[t, e]] * window, maxlen=window)
+            else:
+                dq[e].append(seq[t, e])
+        out.append(np.stack([np.stack(list(d)) for d in dq]))
+    return out
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_cache_matches_loop_reference(use_jit):
+    rng = np.random.default_rng(1)
+    steps, n, d, w = 40, 3, 5, 6
+    seq = rng.normal(size=(steps, n, d)).astype(np.float32)
+    firsts = rng.random((steps, n)) < 0.15
+    firsts[0] = [True, False, True]  # env 1 starts with is_first False: empty cache counts as start
+    expected = _reference_windows(seq, firsts, w)
+    upd = jax.jit(rw.update) if use_jit else rw.update
+    win = jax.jit(rw.window_features) if use_jit else rw.window_features
+    cache = rw.init_cache(n, d, window=w)
+    count = np.zeros(n, int)
+    for t in range(steps):
+        cache = upd(cache, jnp.asarray(seq[t]), jnp.asarray(firsts[t]))
+        np.testing.assert_array_equal(np.asarray(win(cache)), expected[t])
+        count = np.where(firsts[t] | (count == 0), 1, np.minimum(count + 1, w))
+        np.testing.assert_array_equal(np.asarray(cache.count), count)
+
+
+def test_cache_subset_update_with_env_ids():
+    rng = np.random.default_rng(2)
+    n, d, w = 4, 3, 4
+    full = rw.init_cache(n, d, window=w)
+    part = rw.init_cache(n, d, window=w)
+    for t in range(9):
+        feats = rng.normal(size=(n, d)).astype(np.float32)
+        first = np.array([t == 0, t == 0, t in (0, 5), t == 0])
+        full = rw.update(full, feats, first)
+        # Same thing as two asynchronous half-batches, in a scrambled order.
+        part = rw.update(part, feats[[3, 1]], first[[3, 1]], env_ids=np.array([3, 1]))
+        part = rw.update(part, feats[[0, 2]], first[[0, 2]], env_ids=np.array([0, 2]))
+        np.testing.assert_array_equal(
+            np.asarray(rw.window_features(full)), rw.window_features(part)
+        )
+    np.testing.assert_array_equal(
+        np.asarray(rw.window_features(part, env_ids=np.array([2]))),
+        np.asarray(rw.window_features(full))[[2]],
+    )
+
+
+def test_init_cache_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="num_envs"):
+        rw.init_cache(0, 8)
+
+
+# -------------------------------------------------------------------------------- the maths
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_goal_probability_direct_delta_vs_numpy(use_jit):
+    maybe_jit = jax.jit if use_jit else (lambda f: f)
+    rng = np.random.default_rng(3)
+    logits = rng.normal(scale=5.0, size=(4, 6)).astype(np.float32)
+    goal_col = np.array([0, 2, 5, 1])
+    cand = rng.random((4, 6)) < 0.6
+    cand[np.arange(4), goal_col] = True
+    cand[:, 3] = True
+    p, nt = maybe_jit(rw.goal_probability)(
+        jnp.asarray(logits), jnp.asarray(goal_col), jnp.asarray(cand)
+    )
+    p_ref = np.array([_np_softmax_prob(logits[i], goal_col[i], cand[i]) for i in range(4)])
+    np.testing.assert_allclose(np.asarray(p), p_ref, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(np.asarray(nt), cand.sum(1))
+    direct = np.asarray(maybe_jit(rw.direct_reward)(p, nt))
+    np.testing.assert_allclose(direct, np.maximum(p_ref - 1.0 / cand.sum(1), 0), atol=1e-7)
+    prev = np.array([0.1, 0.9, 0.3, 0.5], np.float32)
+    first = np.array([False, True, False, False])
+    delta = np.asarray(maybe_jit(rw.delta_reward)(p, prev, first))
+    np.testing.assert_allclose(delta, np.where(first, 0, p_ref - prev), atol=1e-6)
+
+
+def test_direct_reward_hand_values():
+    # p = 0.5 among 4 prompts: 0.5 - 0.25; p = 0.2 < chance: floored at 0.
+    r = rw.direct_reward(jnp.array([0.5, 0.2]), jnp.array([4.0, 4.0]))
+    np.testing.assert_allclose(np.asarray(r), [0.25, 0.0])
+
+
+def test_prompt_table_and_errors():
+    prompts, goal_col, cand = rw.build_prompt_table(
+        ["hunt a cow", "Shear a  sheep"], ["shear a sheep", "dig a hole"]
+    )
+    assert prompts == ("hunt a cow", "Shear a  sheep", "dig a hole")
+    np.testing.assert_array_equal(goal_col, [0, 1])
+    # hunt a cow competes with shear a sheep (listed as negative) and dig a hole;
+    # shear a sheep only with dig a hole (itself removed from its negatives).
+    np.testing.assert_array_equal(cand, [[True, True, True], [False, True, True]])
+    with pytest.raises(ValueError, match="no negative prompts"):
+        rw.build_prompt_table(["dig a hole"], ["Dig a hole"])
+
+
+def test_default_negatives_are_paper_tasks_minus_goal(handle):
+    r = rw.MineCLIPReward(handle, "hunt a cow")
+    assert len(rw.PAPER_TASK_PROMPTS) == 12
+    assert set(r.prompts) == set(rw.PAPER_TASK_PROMPTS)
+    assert int(np.asarray(r.spec.candidates).sum()) == 12  # goal + 11 negatives
+    r2 = rw.MineCLIPReward(handle, "chop a tree")
+    assert r2.prompts[0] == "chop a tree" and len(r2.prompts) == 13
+
+
+def test_reward_constructor_errors(handle):
+    with pytest.raises(ValueError, match="kind"):
+        rw.MineCLIPReward(handle, "hunt a cow", kind="dense")
+    with pytest.raises(ValueError, match="max_seq_len"):
+        rw.MineCLIPReward(handle, "hunt a cow", window=64)
+    with pytest.raises(TypeError, match="list of prompts"):
+        rw.MineCLIPReward(handle, "hunt a cow", negatives="dig a hole")
+    r = rw.MineCLIPReward(handle, ["hunt a cow", "dig a hole"])
+    with pytest.raises(ValueError, match="goal_index"):
+        r.init(2, goal_index=[0, 2])
+
+
+# ------------------------------------------------------------- cached == from scratch
+def _scratch_direct_delta(handle, reward, frames_env, goal_g, steps):
+    """From scratch: at step k build the 16-frame window (first frame repeated in front),
+    run the whole video path on raw frames, softmax in NumPy."""
+    spec = reward.spec
+    cand = np.asarray(spec.candidates)[goal_g]
+    col = int(np.asarray(spec.goal_prompt)[goal_g])
+    text = np.asarray(spec.text_features)
+    windows = []
+    for k in range(steps):
+        idx = [0] * max(0, WINDOW - (k + 1)) + list(range(max(0, k + 1 - WINDOW), k + 1))
+        windows.append(frames_env[idx])
+    video = handle.encode_video(np.stack(windows))  # [steps, D]
+    logits = np.asarray(handle.logits(video, text))
+    p = np.array([_np_softmax_prob(logits[k], col, cand) for k in range(steps)])
+    direct = np.maximum(p - 1.0 / cand.sum(), 0.0)
+    delta = np.concatenate([[0.0], np.diff(p)])
+    return p, direct, delta
+
+
+@pytest.fixture(scope="module")
+def multi_goal_reward(handle):
+    return rw.MineCLIPReward(
+        handle, ["hunt a cow", "dig a hole"], negatives=rw.PAPER_TASK_PROMPTS[:6], kind="direct"
+    )
+
+
+def test_cached_reward_equals_scratch(handle, clip_frames, clip_features, multi_goal_reward):
+    steps = 20
+    goals = np.array([0, 1])
+    direct_r = multi_goal_reward
+    delta_r = rw.MineCLIPReward(
+        handle, ["hunt a cow", "dig a hole"], negatives=rw.PAPER_TASK_PROMPTS[:6], kind="delta"
+    )
+    s_direct = direct_r.init(2, goal_index=goals)
+    s_delta = delta_r.init(2, goal_index=goals)
+    got = {"p": [], "direct": [], "delta": []}
+    for t in range(steps):
+        first = np.array([t == 0, t == 0])
+        s_direct, r_direct, p = direct_r.step(s_direct, clip_features[:, t], first)
+        s_delta, r_delta, p2 = delta_r.step(s_delta, clip_features[:, t], first)
+        np.testing.assert_allclose(np.asarray(p), np.asarray(p2), rtol=1e-6)
+        got["p"].append(np.asarray(p))
+        got["direct"].append(np.asarray(r_direct))
+        got["delta"].append(np.asarray(r_delta))
+    for e in range(2):
+        p_ref, direct_ref, delta_ref = _scratch_direct_delta(
+            handle, direct_r, clip_frames[e], goals[e], steps
+        )
+        np.testing.assert_allclose(np.stack(got["p"])[:, e], p_ref, rtol=2e-4, atol=1e-6)
+        np.testing.assert_allclose(np.stack(got["direct"])[:, e], direct_ref, atol=2e-5)
+        np.testing.assert_allclose(np.stack(got["delta"])[:, e], delta_ref, atol=2e-5)
+    # The two envs score against different goals, so their N_T differ (1 + 6 vs 1 + 5 + ... ).
+    cand = np.asarray(direct_r.spec.candidates)
+    assert cand[0].sum() == 6 and cand[1].sum() == 7
+
+
+def test_reset_awareness(clip_features, multi_goal_reward):
+    """After env 0 resets at step 9 its reward equals that of a fresh env fed the same frames:
+    nothing of the previous episode leaks into the window."""
+    r = multi_goal_reward
+    s = r.init(2)
+    for t in range(9):
+        s, _, _ = r.step(s, clip_features[:, t], np.array([t == 0, t == 0]))
+    fresh = r.init(1)
+    for t in range(9, 20):
+        s, _, p = r.step(s, clip_features[:, t], np.array([t == 9, False]))
+        fresh, _, p_fresh = r.step(fresh, clip_features[:1, t], np.array([t == 9]))
+        np.testing.assert_allclose(float(p[0]), float(p_fresh[0]), rtol=1e-5)
+        # env 1 continues its episode: its window still spans the old frames.
+        assert int(s.cache.count[1]) == min(t + 1, WINDOW)
+    assert int(s.cache.count[0]) == 11
+
+
+def test_trajectory_and_step_frames_match_step(handle, clip_frames, clip_features):
+    r = rw.MineCLIPReward(handle, "hunt a cow", kind="delta")
+    s = r.init(2)
+    rewards = []
+    for t in range(5):
+        s, rt, _ = r.step(s, clip_features[:, t], np.array([t == 0, t == 0]))
+        rewards.append(np.asarray(rt))
+    assert np.abs(np.stack(rewards)[1:]).max() > 0  # Delta is not trivially zero here
+    traj_r, _ = r.trajectory_rewards(clip_features[:, :5])
+    np.testing.assert_allclose(np.asarray(traj_r), np.stack(rewards, 1), atol=1e-6)
+    # Encoding inside the step gives the same reward and returns the features to share.
+    s = r.init(2)
+    s, r0, _, feats = r.step_frames(s, clip_frames[:, 0], np.array([True, True]))
+    np.testing.assert_allclose(np.asarray(feats), clip_features[:, 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(r0), 0.0)  # Delta is 0 on the first step
