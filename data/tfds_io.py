@@ -118,3 +118,44 @@ def load_split(data_dir: str | os.PathLike, split: str):
     if split not in sources:
         raise KeyError(f"{data_dir} has splits {sorted(sources)}, not {split!r}")
     return sources[split]
+
+
+class ClipDataset(LocalBuilder):
+    """Contract clips from in-memory or generated examples (tests, custom pipelines)."""
+
+    VERSION = tfds.core.Version("1.0.0")
+
+    def __init__(self, *, split_examples, description: str = "", **kwargs):
+        # split name -> zero-argument callable returning an iterator of (key, example)
+        self._split_examples = split_examples
+        self._description = description
+        super().__init__(**kwargs)
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        return tfds.core.DatasetInfo(
+            builder=self, description=self._description, features=clip_features()
+        )
+
+    def _split_generators(self, dl_manager):
+        return {name: self._generate_examples(make) for name, make in self._split_examples.items()}
+
+    def _generate_examples(self, make):
+        for key, example in make():
+            yield key, check_clip_example(example)
+
+
+def write_clip_dataset(
+    out_dir: str | os.PathLike, split_examples, description: str = "", overwrite: bool = False
+) -> str:
+    """Write contract examples as a TFDS dataset directory.
+
+    `split_examples` maps a split name to a zero-argument callable that yields `(key, example)`
+    pairs (keys unique within the split), so examples are produced lazily while writing.
+    """
+    return build_into(
+        lambda data_dir: ClipDataset(
+            split_examples=split_examples, description=description, data_dir=data_dir
+        ),
+        out_dir,
+        overwrite=overwrite,
+    )
