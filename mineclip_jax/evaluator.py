@@ -1,0 +1,142 @@
+"""MineCLIP as an automatic success metric for Creative tasks (paper Sec. 5, App. G.4).
+
+Protocol: run MineCLIP over each trajectory to get step-wise rewards, score each trajectory
+by the mean of its rewards, cluster all scores with K=2 k-means, and call a trajectory
+successful when its score is greater than the mean of the two centroids. Agreement with human
+labels is the binary F1 (success = positive class).
+
+    from mineclip_jax.reward import MineCLIPReward
+    from mineclip_jax import evaluator
+    reward = MineCLIPReward(mc, "dig a hole", kind="direct")
+    result = evaluator.evaluate_trajectories(reward, features, lengths, human_labels)
+    print(result.f1, result.threshold)
+
+The k-means here is exact: in 1-D the optimal 2-clustering splits the sorted scores at one
+point, so every split is tried and the one with the least within-cluster sum of squares wins
+(ties: the first, i.e. lowest, split). This is deterministic and is the global optimum that
+Lloyd's algorithm (as in scikit-learn) converges to for well-separated scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def trajectory_scores(step_rewards, lengths=None) -> np.ndarray:
+    """Mean step-wise reward of each trajectory.
+
+    step_rewards: [B, T] (padded), or a list of 1-D arrays of varying length.
+    lengths: int [B] valid steps per row of a padded array (default: all T).
+    """
+    if isinstance(step_rewards, (list, tuple)):
+        if lengths is not None:
+            raise ValueError("pass lengths only with a padded [B, T] array")
+        rows = [np.asarray(r, np.float64).reshape(-1) for r in step_rewards]
+        if any(r.size == 0 for r in rows):
+            raise ValueError("every trajectory needs at least one step")
+        return np.array([r.mean() for r in rows])
+    rewards = np.asarray(step_rewards, np.float64)
+    if rewards.ndim != 2:
+        raise ValueError(f"step_rewards must be [B, T], got shape {rewards.shape}")
+    b, t = rewards.shape
+    lengths = np.full((b,), t) if lengths is None else np.asarray(lengths)
+    if lengths.shape != (b,) or np.any(lengths < 1) or np.any(lengths > t):
+        raise ValueError(f"lengths must be [B]={b} values in [1, {t}], got {lengths.tolist()}")
+    valid = np.arange(t)[None, :] < lengths[:, None]
+    return (rewards * valid).sum(1) / lengths
+
+
+def kmeans_1d(values) -> tuple[float, float]:
+    """Exact K=2 k-means of 1-D values; returns the (low, high) centroids."""
+    x = np.sort(np.asarray(values, np.float64).reshape(-1))
+    n = x.size
+    if n < 2:
+        raise ValueError(f"k-means with K=2 needs at least 2 scores, got {n}")
+    if x[0] == x[-1]:
+        return float(x[0]), float(x[0])
+    csum = np.cumsum(x)
+    csq = np.cumsum(x * x)
+    k = np.arange(1, n)  # size of the low cluster
+    low_sum, low_sq = csum[:-1], csq[:-1]
+    high_sum, high_sq = csum[-1] - low_sum, csq[-1] - low_sq
+    sse = (low_sq - low_sum**2 / k) + (high_sq - high_sum**2 / (n - k))
+    best = int(np.argmin(sse))
+    return float(low_sum[best] / k[best]), float(high_sum[best] / (n - k[best]))
+
+
+def kmeans_threshold(scores) -> float:
+    """Decision boundary delta = mean of the two k-means centroids."""
+    low, high = kmeans_1d(scores)
+    return 0.5 * (low + high)
+
+
+def classify(scores, threshold: float) -> np.ndarray:
+    """Success (True) where score > threshold."""
+    return np.asarray(scores) > threshold
+
+
+@dataclasses.dataclass(frozen=True)
+class BinaryMetrics:
+    precision: float
+    recall: float
+    f1: float
+    accuracy: float
+    true_positive: int
+    false_positive: int
+    false_negative: int
+    true_negative: int
+
+
+def binary_metrics(predicted, labels) -> BinaryMetrics:
+    """Precision, recall, F1 of predicted successes against human labels (success = positive).
+    A ratio with a zero denominator is 0 (scikit-learn's zero_division=0)."""
+    pred = np.asarray(predicted).astype(bool).reshape(-1)
+    true = np.asarray(labels).astype(bool).reshape(-1)
+    if pred.shape != true.shape:
+        raise ValueError(f"predicted {pred.shape} and labels {true.shape} differ in size")
+    tp = int(np.sum(pred & true))
+    fp = int(np.sum(pred & ~true))
+    fn = int(np.sum(~pred & true))
+    tn = int(np.sum(~pred & ~true))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    accuracy = (tp + tn) / pred.size if pred.size else 0.0
+    return BinaryMetrics(precision, recall, f1, accuracy, tp, fp, fn, tn)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationResult:
+    scores: np.ndarray  # [B] mean step-wise reward per trajectory
+    threshold: float  # mean of the two k-means centroids
+    centroids: tuple[float, float]  # (low, high)
+    predicted: np.ndarray  # bool [B] classified successful
+    metrics: BinaryMetrics | None  # against human labels, when given
+
+    @property
+    def f1(self) -> float:
+        if self.metrics is None:
+            raise ValueError("no human labels were given, so there is no F1")
+        return self.metrics.f1
+
+
+def evaluate_scores(scores, labels=None) -> EvaluationResult:
+    """k-means threshold, classification and (with labels) F1 from per-trajectory scores."""
+    scores = np.asarray(scores, np.float64)
+    centroids = kmeans_1d(scores)
+    threshold = 0.5 * (centroids[0] + centroids[1])
+    predicted = classify(scores, threshold)
+    metrics = None if labels is None else binary_metrics(predicted, labels)
+    return EvaluationResult(scores, threshold, centroids, predicted, metrics)
+
+
+def evaluate_trajectories(reward, frame_features, lengths=None, labels=None, goal_index=None):
+    """The full G.4 protocol on frame features of trajectories [B, T, D] (padded; `lengths`
+    [B] valid steps) with a `MineCLIPReward` (its kind sets the step-wise reward; the paper
+    scores with the Direct reward's model output)."""
+    frame_features = jnp.asarray(frame_features)
+    step_rewards, _ = reward.trajectory_rewards(frame_features, goal_index)
+    return evaluate_scores(trajectory_scores(np.asarray(step_rewards), lengths), labels)

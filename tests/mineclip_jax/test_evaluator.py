@@ -1,0 +1,96 @@
+"""Creative-task evaluator (paper G.4): scores, exact 1-D 2-means, threshold, F1."""
+
+import jax
+import numpy as np
+import pytest
+
+import mineclip_jax as mcj
+from mineclip_jax import evaluator as ev
+from mineclip_jax.reward import MineCLIPReward
+
+
+def _lloyd_2means(x, iters=200):
+    """Loop reference: Lloyd's algorithm from (min, max)."""
+    x = np.sort(np.asarray(x, float))
+    c = np.array([x[0], x[-1]])
+    for _ in range(iters):
+        assign = np.abs(x[:, None] - c[None, :]).argmin(1)
+        c = np.array([x[assign == j].mean() for j in (0, 1)])
+    return tuple(c)
+
+
+def test_kmeans_hand_values():
+    assert ev.kmeans_1d([0.1, 0.2, 0.9, 1.0]) == pytest.approx((0.15, 0.95))
+    assert ev.kmeans_threshold([0.1, 0.2, 0.9, 1.0]) == pytest.approx(0.55)
+    # Splits of [0, 1, 2, 10]: SSE 48.67 / 32.5 / 2.0 -> {0, 1, 2} | {10}.
+    assert ev.kmeans_1d([10, 0, 2, 1]) == pytest.approx((1.0, 10.0))
+    assert ev.kmeans_threshold([10, 0, 2, 1]) == pytest.approx(5.5)
+    assert ev.kmeans_1d([3.0, 3.0, 3.0]) == (3.0, 3.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        ev.kmeans_1d([1.0])
+
+
+def test_kmeans_matches_lloyd_on_bimodal_data():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = np.concatenate([rng.normal(0.1, 0.03, 100), rng.normal(0.4, 0.05, 100)])
+        np.testing.assert_allclose(ev.kmeans_1d(x), _lloyd_2means(x), rtol=1e-12)
+
+
+def test_binary_metrics_hand_values():
+    m = ev.binary_metrics([0, 0, 1, 1], [0, 1, 1, 0])
+    assert (m.true_positive, m.false_positive, m.false_negative, m.true_negative) == (1, 1, 1, 1)
+    assert (m.precision, m.recall, m.f1, m.accuracy) == (0.5, 0.5, 0.5, 0.5)
+    # tp=2, fp=1, fn=1: P = 2/3, R = 2/3, F1 = 2/3.
+    m = ev.binary_metrics([1, 1, 1, 0, 0], [1, 1, 0, 1, 0])
+    assert m.precision == pytest.approx(2 / 3) and m.recall == pytest.approx(2 / 3)
+    assert m.f1 == pytest.approx(2 / 3) and m.accuracy == pytest.approx(3 / 5)
+    # tp=3, fp=0, fn=1: P = 1, R = 3/4, F1 = 2 * 0.75 / 1.75 = 6/7.
+    m = ev.binary_metrics([1, 1, 1, 0], [1, 1, 1, 1])
+    assert m.f1 == pytest.approx(6 / 7)
+    # No predicted positives: precision (0/0) and F1 are 0 by convention.
+    m = ev.binary_metrics([0, 0], [1, 0])
+    assert (m.precision, m.recall, m.f1) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="differ in size"):
+        ev.binary_metrics([1, 0], [1])
+
+
+def test_trajectory_scores_padded_and_list():
+    rewards = np.array([[1.0, 2.0, 3.0, 99.0], [4.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(ev.trajectory_scores(rewards, [3, 1]), [2.0, 4.0])
+    np.testing.assert_allclose(ev.trajectory_scores(rewards), [26.25, 1.0])
+    np.testing.assert_allclose(ev.trajectory_scores([[1.0, 2.0, 3.0], [4.0]]), [2.0, 4.0])
+    with pytest.raises(ValueError, match="lengths"):
+        ev.trajectory_scores(rewards, [0, 1])
+
+
+def test_evaluate_scores_end_to_end_hand_values():
+    scores = [0.1, 0.2, 0.9, 1.0, 0.15, 0.85]
+    labels = [0, 1, 1, 1, 0, 0]
+    res = ev.evaluate_scores(scores, labels)
+    # Clusters {0.1, 0.15, 0.2} and {0.85, 0.9, 1.0}: centroids 0.15, 0.9167, delta 0.5333.
+    assert res.centroids == pytest.approx((0.15, 2.75 / 3))
+    assert res.threshold == pytest.approx((0.15 + 2.75 / 3) / 2)
+    np.testing.assert_array_equal(res.predicted, [0, 0, 1, 1, 0, 1])
+    # tp = 2 (idx 2, 3), fp = 1 (idx 5), fn = 1 (idx 1): F1 = 2/3.
+    assert res.f1 == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="no human labels"):
+        _ = ev.evaluate_scores(scores).f1
+
+
+def test_evaluate_trajectories_uses_reward_model():
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(pool="avg"), jax.random.key(1))
+    reward = MineCLIPReward(mc, "dig a hole", kind="direct")
+    rng = np.random.default_rng(0)
+    feats = rng.normal(size=(4, 6, mc.config.embed_dim)).astype(np.float32)
+    lengths = np.array([6, 3, 5, 2])
+    res = ev.evaluate_trajectories(reward, feats, lengths, labels=[1, 0, 1, 0])
+    step_r, _ = reward.trajectory_rewards(feats)
+    step_r = np.asarray(step_r)
+    expected = [step_r[i, : lengths[i]].mean() for i in range(4)]
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-6)
+    # Padding never changes a valid step: rewards of a 3-step trajectory alone are the same.
+    alone, _ = reward.trajectory_rewards(feats[1:2, :3])
+    np.testing.assert_allclose(np.asarray(alone)[0], step_r[1, :3], rtol=1e-6, atol=1e-7)
+    assert res.threshold == pytest.approx(ev.kmeans_threshold(expected))
+    assert res.metrics is not None and 0.0 <= res.f1 <= 1.0
