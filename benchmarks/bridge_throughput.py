@@ -1,0 +1,158 @@
+"""Throughput of envs.bridge.ProcessVectorEnv, each figure with its baseline from the same run.
+
+    python benchmarks/bridge_throughput.py            # all three figures
+    python benchmarks/bridge_throughput.py --only cartpole --seconds 5
+
+1. ``slow``: 32 simulated Java instances (20 +/- 5 steps/s each). Async ``recv()`` with
+   batch_size=8 vs synchronous ``step()`` waiting for all 32, each as a fraction of the ideal
+   (32 instances always busy: 32 / E[step time] = 32 x 19.58 = 626.6 steps/s).
+2. ``cartpole``: CartPole-v1, 8 envs, steps/s of ``step()`` vs ``gymnasium.vector.AsyncVectorEnv``.
+3. ``frames``: the same with 160x256x3 uint8 observations, vs AsyncVectorEnv(shared_memory=True).
+
+The machine's load average is printed beside the figures: on a shared CPU they move with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from envs.bridge import ProcessVectorEnv, testing  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchConfig:
+    seconds: float = 10.0  # measuring time per configuration
+    slow_envs: int = 32  # simulated Java instances
+    slow_batch: int = 8  # recv() batch size for the async run
+    fast_envs: int = 8  # CartPole envs
+    seed: int = 0
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def _steps_per_s(step_fn, num_envs: int, seconds: float) -> float:
+    # Warm up (first steps pay page faults / imports), then count whole vector steps.
+    for _ in range(20):
+        step_fn()
+    start = time.perf_counter()
+    steps = 0
+    while time.perf_counter() - start < seconds:
+        for _ in range(50):
+            step_fn()
+        steps += 50
+    return steps * num_envs / (time.perf_counter() - start)
+
+
+def bench_slow(cfg: BenchConfig) -> None:
+    # Every instance always busy: its rate is 1 / E[1/U(15, 25)] = 10 / ln(25/15) = 19.58 steps/s.
+    ideal = cfg.slow_envs * 10.0 / np.log(25.0 / 15.0)
+    env = ProcessVectorEnv(
+        "envs.bridge.testing:slow_env", cfg.slow_envs, batch_size=cfg.slow_batch, timeout_s=30
+    )
+    try:
+        env.reset(seed=cfg.seed)
+        rng = np.random.default_rng(cfg.seed)
+
+        def sync_step() -> None:
+            env.step(rng.integers(0, 2, cfg.slow_envs))
+
+        sync_rate = _steps_per_s(sync_step, cfg.slow_envs, cfg.seconds)
+
+        # Async: keep every env busy; each recv hands back the first 8 to finish.
+        env.async_reset(seed=cfg.seed)
+        batch = cfg.slow_batch
+        for _ in range(cfg.slow_envs // batch):
+            _, _, _, _, info = env.recv()
+            env.send(rng.integers(0, 2, batch), info["env_id"])
+
+        def async_step() -> None:
+            _, _, _, _, info = env.recv()
+            env.send(rng.integers(0, 2, batch), info["env_id"])
+
+        async_rate = _steps_per_s(async_step, batch, cfg.seconds)
+    finally:
+        env.close()
+    print(f"[slow] {cfg.slow_envs} envs at 20+/-5 steps/s, ideal {ideal:.0f} steps/s ({_load()})")
+    print(f"[slow]   step() waiting for all : {sync_rate:7.1f} steps/s = {sync_rate / ideal:.1%}")
+    print(
+        f"[slow]   send/recv batch_size={batch}: {async_rate:7.1f} steps/s = "
+        f"{async_rate / ideal:.1%} of ideal (target >= 85%)"
+    )
+
+
+def _compare(label: str, make_ours, make_baseline, cfg: BenchConfig) -> None:
+    rng = np.random.default_rng(cfg.seed)
+    rates = {}
+    # Alternate baseline and ours twice so drifting background load hits both alike.
+    for _round in range(2):
+        for name, make in (("AsyncVectorEnv", make_baseline), ("ProcessVectorEnv", make_ours)):
+            env = make()
+            try:
+                env.reset(seed=cfg.seed)
+                actions = rng.integers(0, 2, (64, cfg.fast_envs))
+                cursor = [0]
+
+                def step(env=env, actions=actions, cursor=cursor) -> None:
+                    env.step(actions[cursor[0] % 64])
+                    cursor[0] += 1
+
+                rate = _steps_per_s(step, cfg.fast_envs, cfg.seconds / 2)
+            finally:
+                env.close()
+            rates.setdefault(name, []).append(rate)
+    base = float(np.mean(rates["AsyncVectorEnv"]))
+    ours = float(np.mean(rates["ProcessVectorEnv"]))
+    print(f"[{label}] {cfg.fast_envs} envs ({_load()})")
+    print(f"[{label}]   AsyncVectorEnv  : {base:9.0f} steps/s")
+    print(
+        f"[{label}]   ProcessVectorEnv: {ours:9.0f} steps/s = {ours / base:.2f}x (target >= 1.5x)"
+    )
+
+
+def bench_cartpole(cfg: BenchConfig) -> None:
+    n = cfg.fast_envs
+    _compare(
+        "cartpole",
+        lambda: ProcessVectorEnv("CartPole-v1", n),
+        lambda: gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * n),
+        cfg,
+    )
+
+
+def bench_frames(cfg: BenchConfig) -> None:
+    n = cfg.fast_envs
+    _compare(
+        "frames 160x256x3",
+        lambda: ProcessVectorEnv("envs.bridge.testing:cartpole_frames", n),
+        lambda: gym.vector.AsyncVectorEnv([testing.cartpole_frames] * n, shared_memory=True),
+        cfg,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["slow", "cartpole", "frames"], default=None)
+    parser.add_argument("--seconds", type=float, default=BenchConfig.seconds)
+    args = parser.parse_args()
+    cfg = BenchConfig(seconds=args.seconds)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {_load()}")
+    benches = {"slow": bench_slow, "cartpole": bench_cartpole, "frames": bench_frames}
+    for name, fn in benches.items():
+        if args.only in (None, name):
+            fn(cfg)
+
+
+if __name__ == "__main__":
+    main()
