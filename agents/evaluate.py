@@ -1,0 +1,552 @@
+"""Evaluate a policy on MineDojo tasks: success rates with 95% intervals, tables and sample videos.
+
+    python -m agents.evaluate --tasks harvest_1_log "hunt a cow in plains" --episodes 100
+    python -m agents.evaluate --suite starter-programmatic --policy runs/ppo_milk --backend minedojo
+    python -m agents.evaluate --suite starter-creative --mineclip-checkpoint attn.pth \\
+        --creative-path ~/MineDojo/minedojo/tasks/description_files --human-labels labels.csv
+
+Each task runs ``episodes`` episodes (100 by default, as the paper recommends) on ``num_envs``
+parallel envs of the chosen backend. Programmatic tasks are judged by their own success check;
+Creative tasks by MineCLIP (paper appendix G.4: per-trajectory mean reward, K=2 k-means threshold),
+with binary F1 against human labels when a label file is given. Writes ``results.md``,
+``results.csv`` and ``videos/`` under ``out_dir``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+# (batched obs, rng, is_first [N]: the obs starts an episode) -> actions [N, 8]
+Policy = Callable[[Mapping[str, np.ndarray], np.random.Generator, np.ndarray], np.ndarray]
+FrameFeatures = Callable[[np.ndarray], np.ndarray]  # uint8 [N, H, W, 3] -> f32 [N, D]
+
+SUITES = ("starter", "starter-programmatic", "starter-creative", "paper")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateConfig:
+    """Evaluate a policy on tasks; see the module docstring for example commands."""
+
+    tasks: tuple[str, ...] = ()  # task ids or prompts; empty: evaluate `suite`
+    suite: Literal["starter", "starter-programmatic", "starter-creative", "paper"] = (
+        "starter"  # used when `tasks` is empty
+    )
+    episodes: int = 100  # episodes per task (the paper recommends 100)
+    backend: Literal["voxel", "minedojo"] = (
+        "voxel"  # simulator: embedded JAX world or MineDojo's Java one
+    )
+    num_envs: int = 8  # parallel envs per task
+    policy: str = "random"  # "random" (uniform over the action space) or a PPO run directory
+    seed: int = 0  # seeds env resets and the policy's sampling
+    max_steps: int | None = None  # episode step limit; None: each task's own max_steps
+    out_dir: Path = Path("eval_results")  # where results.md, results.csv and videos/ go
+    videos_per_task: int = 1  # episodes recorded as MP4 per task (from env 0)
+    video_fps: int = 20  # frame rate of the videos
+    skip_unsupported: bool = True  # skip (and list) tasks the backend cannot run instead of failing
+    mineclip_checkpoint: str | None = (
+        None  # Creative judge: attn.pth / avg.pth or a native checkpoint dir
+    )
+    human_labels: Path | None = (
+        None  # Creative: CSV task_id,episode,label (1 success / 0 failure) for F1
+    )
+    creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
+
+
+# ---------------------------------------------------------------------------------------------
+# Episodes
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class EpisodeRecord:
+    """What the evaluator keeps of one finished episode."""
+
+    env_index: int
+    success: bool
+    episode_return: float
+    length: int
+    frames: np.ndarray | None = None  # uint8 [T, H, W, 3] when recorded
+    features: np.ndarray | None = None  # f32 [T, D] MineCLIP frame features when requested
+
+
+def episode_quotas(episodes: int, num_envs: int) -> list[int]:
+    """How many episodes each env contributes: an even split, the remainder to the first envs.
+
+    Counting only each env's first episodes (instead of the first ``episodes`` to finish anywhere)
+    keeps short episodes, often the successful ones, from being over-represented.
+    """
+    if episodes <= 0 or num_envs <= 0:
+        raise ValueError(f"episodes and num_envs must be positive, got {episodes}, {num_envs}")
+    base, extra = divmod(episodes, num_envs)
+    return [base + (i < extra) for i in range(num_envs)]
+
+
+def _autoreset_mode(env) -> str:
+    mode = getattr(env, "metadata", {}).get("autoreset_mode", "next_step")
+    # Gymnasium's AutoresetMode values are "NextStep" / "SameStep" / "Disabled"
+    return str(getattr(mode, "value", mode)).lower().replace("_", "")
+
+
+def _info_flags(info: Mapping[str, Any], key: str, num_envs: int) -> np.ndarray:
+    """A per-env bool array from a vector-env info dict (absent entries are False)."""
+    if key not in info:
+        return np.zeros(num_envs, bool)
+    values = np.asarray(info[key]).astype(bool).reshape(num_envs)
+    mask = np.asarray(info.get(f"_{key}", np.ones(num_envs, bool))).astype(bool).reshape(num_envs)
+    return values & mask
+
+
+def run_episodes(
+    env,
+    policy: Policy,
+    episodes: int,
+    seed: int,
+    *,
+    record_videos: int = 0,
+    frame_features: FrameFeatures | None = None,
+) -> list[EpisodeRecord]:
+    """Run ``policy`` on a Gymnasium vector env until every env has finished its quota of episodes.
+
+    Success is the env's ``info["success"]`` at the episode's last step. Supports the next-step
+    and same-step autoreset modes of Gymnasium 1.x vector envs.
+    """
+    num_envs = env.num_envs
+    quotas = episode_quotas(episodes, num_envs)
+    mode = _autoreset_mode(env)
+    if mode not in ("nextstep", "samestep"):
+        raise ValueError(
+            f"vector env autoreset mode {mode!r} is not supported; use next_step or same_step"
+        )
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    done_count = [0] * num_envs
+    returns = np.zeros(num_envs)
+    lengths = np.zeros(num_envs, int)
+    skip_step = np.zeros(num_envs, bool)  # next_step mode: this step only resets the env
+    frames: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
+    features: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
+    recorded = 0
+    records: list[EpisodeRecord] = []
+
+    def observe(observation, rows: np.ndarray):
+        """Keep frames / features of the observation the policy is about to act on."""
+        nonlocal recorded
+        rgb = (
+            observation["rgb"]
+            if isinstance(observation, Mapping) and "rgb" in observation
+            else None
+        )
+        if rgb is None:
+            return
+        if recorded < record_videos and rows[0] and done_count[0] < quotas[0]:
+            frames[0].append(np.asarray(rgb[0]))
+        if frame_features is not None:
+            feats = np.asarray(frame_features(np.asarray(rgb)))
+            for i in np.flatnonzero(rows):
+                features[i].append(feats[i])
+
+    observe(obs, np.ones(num_envs, bool))
+    is_first = np.ones(num_envs, bool)
+    while any(d < q for d, q in zip(done_count, quotas, strict=True)):
+        actions = policy(obs, rng, is_first)
+        obs, reward, terminated, truncated, info = env.step(actions)
+        active = ~skip_step
+        returns += np.where(active, np.asarray(reward, float), 0.0)
+        lengths += active
+        finished = active & (np.asarray(terminated) | np.asarray(truncated))
+        if mode == "samestep" and finished.any():
+            final_info = info.get("final_info", info)
+            success = _info_flags(final_info, "success", num_envs)
+        else:
+            success = _info_flags(info, "success", num_envs)
+        for i in np.flatnonzero(finished):
+            if done_count[i] < quotas[i]:
+                keep_video = i == 0 and recorded < record_videos
+                records.append(
+                    EpisodeRecord(
+                        env_index=int(i),
+                        success=bool(success[i]),
+                        episode_return=float(returns[i]),
+                        length=int(lengths[i]),
+                        frames=np.stack(frames[i]) if keep_video and frames[i] else None,
+                        features=np.stack(features[i]) if features[i] else None,
+                    )
+                )
+                recorded += keep_video
+                done_count[i] += 1
+            returns[i], lengths[i] = 0.0, 0
+            frames[i], features[i] = [], []
+        # next_step mode: a step that only reset an env returns that episode's first obs
+        is_first = skip_step.copy() if mode == "nextstep" else finished
+        skip_step = finished if mode == "nextstep" else np.zeros(num_envs, bool)
+        # The obs after a finished step is the new episode's first in same_step mode; in
+        # next_step mode it is the terminal obs and the reset obs comes on the next step.
+        observe(obs, ~finished if mode == "nextstep" else np.ones(num_envs, bool))
+    return records
+
+
+def write_video(frames: np.ndarray, path: str | os.PathLike, fps: int = 20) -> Path:
+    """Write uint8 ``[T, H, W, 3]`` frames as an H.264 MP4 (MPEG-4 Part 2 if x264 is missing)."""
+    import av
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frames = np.asarray(frames, np.uint8)
+    if frames.ndim != 4 or frames.shape[-1] != 3:
+        raise ValueError(f"frames must be uint8 [T, H, W, 3], got shape {frames.shape}")
+    # yuv420p needs even sizes; crop a trailing row/column rather than rescale.
+    height, width = frames.shape[1] // 2 * 2, frames.shape[2] // 2 * 2
+    codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream(codec, rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for frame in frames:
+            packet_frame = av.VideoFrame.from_ndarray(
+                np.ascontiguousarray(frame[:height, :width]), format="rgb24"
+            )
+            container.mux(stream.encode(packet_frame))
+        container.mux(stream.encode())
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Policies
+# ---------------------------------------------------------------------------------------------
+
+
+def random_policy(single_action_space, num_envs: int) -> Policy:
+    """Uniform over one env's MultiDiscrete action space, for ``num_envs`` envs at once."""
+    if not hasattr(single_action_space, "nvec"):
+        raise TypeError(
+            f"the random policy needs a MultiDiscrete action space, got {single_action_space}"
+        )
+    nvec = np.broadcast_to(
+        np.asarray(single_action_space.nvec), (num_envs, *np.shape(single_action_space.nvec))
+    )
+
+    def act(obs, rng: np.random.Generator, is_first: np.ndarray) -> np.ndarray:
+        del obs, is_first
+        return (rng.random(nvec.shape) * nvec).astype(np.int64)
+
+    return act
+
+
+def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) -> Policy:
+    """Adapt ``agents.ppo.load_policy``'s ``policy_fn`` to the evaluator: feed back the previous
+    policy action (zeros at episode starts) and the index of ``task_id`` among the run's tasks."""
+    import jax
+
+    names = tuple(info.get("task_names", ()))
+    if task_id in names:
+        index = names.index(task_id)
+    elif len(names) <= 1:
+        index = 0  # a single-task policy evaluated on another task: its only prompt slot
+    else:
+        raise ValueError(
+            f"the run was trained on {names}; {task_id!r} is not one of them, so it has no task index"
+        )
+    state = {"key": jax.random.key(seed), "prev": None}
+
+    def act(obs, rng: np.random.Generator, is_first: np.ndarray) -> np.ndarray:
+        del rng
+        state["key"], key = jax.random.split(state["key"])
+        prev = state["prev"]
+        if prev is not None:
+            prev = np.where(np.asarray(is_first)[:, None], 0, prev)
+        num_envs = len(is_first)
+        actions = policy_fn(
+            key, obs, prev_action=prev, task_id=np.full((num_envs,), index, np.int32)
+        )
+        state["prev"] = np.asarray(info["last_policy_action"])
+        return actions
+
+    return act
+
+
+def load_ppo_run(policy: str) -> tuple[Callable, Mapping]:
+    """``agents.ppo.load_policy`` on a run directory, with errors that say what is wrong."""
+    if not Path(policy).expanduser().exists():
+        raise FileNotFoundError(
+            f"policy {policy!r} is neither 'random' nor an existing PPO run directory"
+        )
+    try:
+        from agents.ppo import load_policy as load_ppo_policy
+    except ImportError as err:
+        raise ImportError(
+            f"cannot load the PPO policy in {policy!r}: agents.ppo.load_policy is unavailable ({err})"
+        ) from err
+    return load_ppo_policy(Path(policy).expanduser())
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+# ---------------------------------------------------------------------------------------------
+
+
+def resolve_tasks(cfg: EvaluateConfig) -> list:
+    """The ``TaskSpec`` objects ``cfg`` names (its ``tasks``, or its ``suite``)."""
+    from envs import tasks
+
+    if cfg.tasks:
+        names: Sequence[str] = cfg.tasks
+    elif cfg.suite == "paper":
+        names = tasks.paper_task_ids()
+    elif cfg.suite == "starter":
+        names = tasks.STARTER_SUITE
+    else:
+        names = tasks.starter_suite(cfg.suite.removeprefix("starter-"))
+    return [tasks.get(name, creative_path=cfg.creative_path) for name in names]
+
+
+def split_supported(specs: Sequence, backend: str) -> tuple[list, list[tuple[str, str]]]:
+    """(runnable specs, [(task id, why not)]) for ``backend``."""
+    if backend == "minedojo":
+        return list(specs), []
+    from envs.voxel.support import can_run
+
+    runnable, skipped = [], []
+    for spec in specs:
+        ok, reason = can_run(spec)
+        if ok:
+            runnable.append(spec)
+        else:
+            skipped.append((spec.id, reason))
+    return runnable, skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# Creative judging (paper appendix G.4)
+# ---------------------------------------------------------------------------------------------
+
+
+def read_human_labels(path: str | os.PathLike) -> dict[tuple[str, int], bool]:
+    """Human labels from a CSV with columns ``task_id,episode,label`` (label 1 = success, 0 = failure)."""
+    labels: dict[tuple[str, int], bool] = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if not {"task_id", "episode", "label"} <= set(reader.fieldnames or ()):
+            raise ValueError(f"{path}: a human label file needs the columns task_id,episode,label")
+        for row in reader:
+            label = row["label"].strip().lower()
+            if label not in ("0", "1", "true", "false"):
+                raise ValueError(f"{path}: label must be 0/1 or true/false, got {row['label']!r}")
+            labels[(row["task_id"], int(row["episode"]))] = label in ("1", "true")
+    return labels
+
+
+@dataclasses.dataclass(frozen=True)
+class CreativeJudge:
+    """MineCLIP as the success judge of Creative tasks (``mineclip_jax.evaluator``, paper G.4)."""
+
+    handle: Any  # a loaded MineCLIP (mineclip_jax.MineCLIPHandle)
+    labels: Mapping[tuple[str, int], bool] | None = None  # human labels by (task id, episode)
+
+    @classmethod
+    def load(
+        cls, checkpoint: str | os.PathLike, labels_path: str | os.PathLike | None = None
+    ) -> CreativeJudge:
+        import mineclip_jax as mcj
+
+        labels = read_human_labels(labels_path) if labels_path is not None else None
+        return cls(mcj.load_checkpoint(checkpoint), labels)
+
+    def frame_features(self, rgb: np.ndarray) -> np.ndarray:
+        """Per-frame MineCLIP features of a batch of observations, kept for scoring."""
+        return np.asarray(self.handle.encode_frames(rgb), np.float32)
+
+    def judge(self, spec, records: Sequence[EpisodeRecord]) -> tuple[np.ndarray, float | None]:
+        """(success per episode, F1 against the human labels of this task's episodes or None).
+
+        Each trajectory is scored by the mean of its Direct MineCLIP reward for the task prompt;
+        all scores of the task are split by K=2 k-means, success above the centroids' mean.
+        """
+        from mineclip_jax import evaluator
+        from mineclip_jax.reward import MineCLIPReward
+
+        if any(r.features is None for r in records):
+            raise ValueError(
+                "Creative judging needs frame features: run the episodes with frame_features"
+            )
+        if len(records) < 2:
+            raise ValueError(
+                f"{spec.id}: the k-means threshold needs at least 2 episodes, got {len(records)}"
+            )
+        lengths = np.array([len(r.features) for r in records])
+        padded = np.zeros((len(records), lengths.max(), records[0].features.shape[-1]), np.float32)
+        for i, r in enumerate(records):
+            padded[i, : lengths[i]] = r.features
+        reward = MineCLIPReward(self.handle, spec.prompt, kind="direct")
+        result = evaluator.evaluate_trajectories(reward, padded, lengths)
+        f1 = None
+        if self.labels is not None:
+            labelled = [j for j in range(len(records)) if (spec.id, j) in self.labels]
+            if labelled:
+                truth = [self.labels[(spec.id, j)] for j in labelled]
+                f1 = evaluator.binary_metrics(result.predicted[labelled], truth).f1
+        return np.asarray(result.predicted, bool), f1
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluation run
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationReport:
+    """Results of ``evaluate``: one ``TaskResult`` per evaluated task, the skipped ones, the files."""
+
+    results: tuple
+    skipped: tuple[tuple[str, str], ...]
+    markdown: Path
+    csv: Path
+    videos: tuple[Path, ...]
+
+
+def _video_name(task_id: str, k: int) -> str:
+    return f"{task_id.replace(':', '_').replace('/', '_')}_{k}.mp4"
+
+
+def evaluate_task(
+    spec, cfg: EvaluateConfig, policy_for: Callable, *, creative_judge=None, seed: int = 0
+):
+    """Run one task; returns (TaskResult, episode records)."""
+    import envs
+    from envs.tasks.evaluation import TaskResult
+
+    if cfg.max_steps is not None:
+        spec = dataclasses.replace(spec, max_steps=cfg.max_steps)
+    num_envs = min(cfg.num_envs, cfg.episodes)
+    env = envs.make_vector(spec, num_envs, backend=cfg.backend)
+    try:
+        policy = policy_for(env, spec, seed)
+        records = run_episodes(
+            env,
+            policy,
+            cfg.episodes,
+            seed,
+            record_videos=cfg.videos_per_task,
+            frame_features=creative_judge.frame_features if creative_judge is not None else None,
+        )
+    finally:
+        env.close()
+    f1 = None
+    judge = "programmatic"
+    if spec.category == "creative":
+        if creative_judge is None:
+            raise ValueError(
+                f"{spec.id} is a Creative task: it has no programmatic success, so pass --mineclip-checkpoint"
+                " to judge it with MineCLIP"
+            )
+        successes, f1 = creative_judge.judge(spec, records)
+        records = [
+            dataclasses.replace(r, success=bool(s)) for r, s in zip(records, successes, strict=True)
+        ]
+        judge = "mineclip"
+    result = TaskResult(
+        task_id=spec.id,
+        prompt=spec.prompt,
+        category=spec.category,
+        backend=cfg.backend,
+        episodes=len(records),
+        successes=sum(r.success for r in records),
+        mean_return=float(np.mean([r.episode_return for r in records])),
+        mean_length=float(np.mean([r.length for r in records])),
+        judge=judge,
+        f1=f1,
+    )
+    return result, records
+
+
+def _write_episodes(rows: list[dict], path: Path) -> None:
+    fields = ("task_id", "episode", "env", "success", "return", "length")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
+    """Evaluate ``cfg.policy`` on ``cfg``'s tasks; write tables and videos under ``cfg.out_dir``."""
+    from envs.tasks.evaluation import write_csv, write_markdown
+
+    specs = resolve_tasks(cfg)
+    runnable, skipped = split_supported(specs, cfg.backend)
+    if skipped and not cfg.skip_unsupported:
+        listing = "; ".join(f"{task_id}: {why}" for task_id, why in skipped)
+        raise ValueError(
+            f"the {cfg.backend} backend cannot run: {listing}. Use --backend minedojo or --skip-unsupported"
+        )
+    if not runnable:
+        raise ValueError(
+            f"none of the {len(specs)} tasks runs on the {cfg.backend} backend; try --backend minedojo"
+        )
+    creative_judge = None
+    if any(spec.category == "creative" for spec in runnable) and cfg.mineclip_checkpoint:
+        creative_judge = CreativeJudge.load(cfg.mineclip_checkpoint, cfg.human_labels)
+
+    loaded: dict = {}  # the PPO run, restored once and adapted per task
+
+    def policy_for(env, spec, seed: int) -> Policy:
+        if cfg.policy == "random":
+            return random_policy(env.single_action_space, env.num_envs)
+        if not loaded:
+            loaded["fn"], loaded["info"] = load_ppo_run(cfg.policy)
+        return ppo_policy(loaded["fn"], loaded["info"], spec.id, seed)
+
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results, videos, episode_rows = [], [], []
+    for k, spec in enumerate(runnable):
+        result, records = evaluate_task(
+            spec, cfg, policy_for, creative_judge=creative_judge, seed=cfg.seed + 1000 * k
+        )
+        results.append(result)
+        recorded = 0
+        for j, record in enumerate(records):
+            episode_rows.append(
+                {
+                    "task_id": spec.id,
+                    "episode": j,
+                    "env": record.env_index,
+                    "success": int(record.success),
+                    "return": record.episode_return,
+                    "length": record.length,
+                }
+            )
+            if record.frames is not None:
+                video = out / "videos" / _video_name(spec.id, recorded)
+                videos.append(write_video(record.frames, video, cfg.video_fps))
+                recorded += 1
+        print(
+            f"{spec.id}: {result.successes}/{result.episodes} successes "
+            f"({100 * result.success_rate:.1f}%, 95% CI {100 * result.interval[0]:.1f}-{100 * result.interval[1]:.1f})"
+        )
+    title = f"Success rates: policy {cfg.policy}, backend {cfg.backend}, {cfg.episodes} episodes per task"
+    markdown = write_markdown(results, out / "results.md", title=title)
+    if skipped:
+        with open(markdown, "a", encoding="utf-8") as f:
+            f.write(f"\nSkipped ({len(skipped)}, not runnable on {cfg.backend}):\n\n")
+            f.writelines(f"- `{task_id}`: {why}\n" for task_id, why in skipped)
+    table = write_csv(results, out / "results.csv")
+    _write_episodes(episode_rows, out / "episodes.csv")
+    return EvaluationReport(tuple(results), tuple(skipped), markdown, table, tuple(videos))
+
+
+def main(cfg: EvaluateConfig) -> None:
+    report = evaluate(cfg)
+    print(
+        f"wrote {report.markdown} and {report.csv} ({len(report.results)} tasks, {len(report.skipped)} skipped)"
+    )
+
+
+if __name__ == "__main__":
+    import tyro
+
+    main(tyro.cli(EvaluateConfig))

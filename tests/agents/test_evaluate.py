@@ -1,0 +1,169 @@
+"""The evaluator's episode loop, videos and label files (toy envs; the voxel smoke run is separate)."""
+
+import av
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from agents.evaluate import (
+    episode_quotas,
+    random_policy,
+    read_human_labels,
+    run_episodes,
+    write_video,
+)
+
+
+class CountdownEnv(gym.Env):
+    """Episodes of ``length`` steps; success at the end iff ``succeeds``; rgb holds the step index."""
+
+    def __init__(self, length: int, succeeds: bool):
+        self.length, self.succeeds = length, succeeds
+        self.observation_space = gym.spaces.Dict(
+            {"rgb": gym.spaces.Box(0, 255, (4, 6, 3), np.uint8)}
+        )
+        self.action_space = gym.spaces.MultiDiscrete([3, 3])
+        self.t = 0
+
+    def _obs(self):
+        return {"rgb": np.full((4, 6, 3), self.t, np.uint8)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= self.length
+        return (
+            self._obs(),
+            1.0,
+            done and self.succeeds,
+            done and not self.succeeds,
+            {"success": done and self.succeeds},
+        )
+
+
+def _vector(mode):
+    return SyncVectorEnv(
+        [lambda: CountdownEnv(2, True), lambda: CountdownEnv(3, False)], autoreset_mode=mode
+    )
+
+
+def test_quotas_split_evenly():
+    assert episode_quotas(5, 2) == [3, 2]
+    assert episode_quotas(100, 8) == [13, 13, 13, 13, 12, 12, 12, 12]
+    with pytest.raises(ValueError):
+        episode_quotas(0, 2)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_run_episodes_counts_each_env_quota(mode):
+    env = _vector(mode)
+    policy = random_policy(env.single_action_space, env.num_envs)
+    records = run_episodes(
+        env, policy, 5, seed=0, record_videos=1, frame_features=lambda rgb: rgb[:, 0, 0, :1] * 1.0
+    )
+    by_env = {i: [r for r in records if r.env_index == i] for i in (0, 1)}
+    # env 0 finishes 3 episodes of 2 steps, all successful; env 1 two of 3 steps, all failed
+    assert [(r.length, r.success, r.episode_return) for r in by_env[0]] == [(2, True, 2.0)] * 3
+    assert [(r.length, r.success, r.episode_return) for r in by_env[1]] == [(3, False, 3.0)] * 2
+    frames = [r.frames for r in records if r.frames is not None]
+    assert len(frames) == 1 and frames[0].shape == (2, 4, 6, 3)
+    assert list(frames[0][:, 0, 0, 0]) == [0, 1]  # the observations the policy acted on
+    assert all(list(r.features[:, 0]) == list(range(r.length)) for r in records)
+
+
+def test_random_policy_respects_the_space():
+    space = gym.spaces.MultiDiscrete([3, 3, 4, 25, 25, 8, 244, 36])
+    actions = random_policy(space, 16)(None, np.random.default_rng(0), np.ones(16, bool))
+    assert actions.shape == (16, 8) and (actions >= 0).all() and (actions < space.nvec).all()
+    assert len(np.unique(actions[:, 6])) > 1
+
+
+def test_write_video_round_trip(tmp_path):
+    frames = np.zeros((5, 160, 256, 3), np.uint8)
+    frames[:, :, :128, 0] = 255
+    path = write_video(frames, tmp_path / "v" / "clip.mp4", fps=10)
+    with av.open(str(path)) as container:
+        decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(decoded) == 5 and decoded[0].shape == (160, 256, 3)
+    assert decoded[0][80, 10, 0] > 200 and decoded[0][80, 200, 0] < 50
+    with pytest.raises(ValueError, match="frames"):
+        write_video(np.zeros((5, 8, 8), np.uint8), tmp_path / "bad.mp4")
+
+
+def test_read_human_labels(tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_text("task_id,episode,label\ncreative:2,0,1\ncreative:2,1,0\ncreative:2,2,true\n")
+    assert read_human_labels(path) == {
+        ("creative:2", 0): True,
+        ("creative:2", 1): False,
+        ("creative:2", 2): True,
+    }
+    path.write_text("task,episode\n")
+    with pytest.raises(ValueError, match="columns"):
+        read_human_labels(path)
+
+
+class FirstFeatureReward:
+    """Stands in for MineCLIPReward: the step reward is the first feature of each frame."""
+
+    def __init__(self, handle, goal, kind="direct"):
+        self.goal = goal
+
+    def trajectory_rewards(self, frame_features, goal_index=None):
+        rewards = np.asarray(frame_features)[..., 0]
+        return rewards, rewards
+
+
+def test_creative_judge_thresholds_and_scores_f1(monkeypatch):
+    import mineclip_jax.reward
+    from agents.evaluate import CreativeJudge, EpisodeRecord
+
+    monkeypatch.setattr(mineclip_jax.reward, "MineCLIPReward", FirstFeatureReward)
+
+    def record(level, length):
+        return EpisodeRecord(
+            0, False, 0.0, length, features=np.full((length, 4), level, np.float32)
+        )
+
+    # mean scores 0.9, 0.1, 0.8, 0.2, 0.85 -> k-means splits {0.1, 0.2} | {0.8, 0.85, 0.9}
+    records = [record(0.9, 3), record(0.1, 5), record(0.8, 2), record(0.2, 4), record(0.85, 1)]
+    labels = {
+        ("creative:2", 0): True,
+        ("creative:2", 1): False,
+        ("creative:2", 2): False,
+        ("creative:2", 3): False,
+    }
+    judge = CreativeJudge(handle=None, labels=labels)
+    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+    success, f1 = judge.judge(spec, records)
+    assert list(success) == [True, False, True, False, True]
+    # labelled episodes 0-3: predicted T F T F vs truth T F F F -> precision 1/2, recall 1 -> F1 2/3
+    assert f1 == pytest.approx(2 / 3)
+    assert CreativeJudge(handle=None).judge(spec, records)[1] is None
+    with pytest.raises(ValueError, match="at least 2"):
+        judge.judge(spec, records[:1])
+
+
+def test_ppo_policy_feeds_back_previous_actions():
+    from agents.evaluate import ppo_policy
+
+    calls = []
+    info = {"task_names": ("hunt_cow", "milk_cow"), "last_policy_action": None}
+
+    def policy_fn(key, obs, prev_action=None, task_id=None, deterministic=False):
+        calls.append((None if prev_action is None else np.array(prev_action), np.array(task_id)))
+        info["last_policy_action"] = np.full((2, 3), len(calls))
+        return np.zeros((2, 8), np.int32)
+
+    act = ppo_policy(policy_fn, info, "milk_cow")
+    act({}, None, np.array([True, True]))
+    act({}, None, np.array([False, True]))  # env 1 started a new episode
+    assert calls[0][0] is None and list(calls[0][1]) == [1, 1]
+    assert calls[1][0].tolist() == [[1, 1, 1], [0, 0, 0]]
+    with pytest.raises(ValueError, match="not one of them"):
+        ppo_policy(policy_fn, info, "shear_sheep")
