@@ -27,7 +27,8 @@ import numpy as np
 Policy = Callable[[Mapping[str, np.ndarray], np.random.Generator, np.ndarray], np.ndarray]
 FrameFeatures = Callable[[np.ndarray], np.ndarray]  # uint8 [N, H, W, 3] -> f32 [N, D]
 
-SUITES = ("starter", "starter-programmatic", "starter-creative", "paper")
+Suite = Literal["starter", "starter-programmatic", "starter-creative", "paper"]
+Backend = Literal["voxel", "minedojo"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,13 +36,9 @@ class EvaluateConfig:
     """Evaluate a policy on tasks; see the module docstring for example commands."""
 
     tasks: tuple[str, ...] = ()  # task ids or prompts; empty: evaluate `suite`
-    suite: Literal["starter", "starter-programmatic", "starter-creative", "paper"] = (
-        "starter"  # used when `tasks` is empty
-    )
+    suite: Suite = "starter"  # the task list used when `tasks` is empty
     episodes: int = 100  # episodes per task (the paper recommends 100)
-    backend: Literal["voxel", "minedojo"] = (
-        "voxel"  # simulator: embedded JAX world or MineDojo's Java one
-    )
+    backend: Backend = "voxel"  # embedded JAX world or MineDojo's Java simulator
     num_envs: int = 8  # parallel envs per task
     policy: str = "random"  # "random" (uniform over the action space) or a PPO run directory
     seed: int = 0  # seeds env resets and the policy's sampling
@@ -50,12 +47,8 @@ class EvaluateConfig:
     videos_per_task: int = 1  # episodes recorded as MP4 per task (from env 0)
     video_fps: int = 20  # frame rate of the videos
     skip_unsupported: bool = True  # skip (and list) tasks the backend cannot run instead of failing
-    mineclip_checkpoint: str | None = (
-        None  # Creative judge: attn.pth / avg.pth or a native checkpoint dir
-    )
-    human_labels: Path | None = (
-        None  # Creative: CSV task_id,episode,label (1 success / 0 failure) for F1
-    )
+    mineclip_checkpoint: str | None = None  # Creative judge: attn.pth, avg.pth or a native dir
+    human_labels: Path | None = None  # Creative: CSV task_id,episode,label (1/0) for the F1
     creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
 
 
@@ -290,19 +283,41 @@ def load_ppo_run(policy: str) -> tuple[Callable, Mapping]:
 # ---------------------------------------------------------------------------------------------
 
 
-def resolve_tasks(cfg: EvaluateConfig) -> list:
-    """The ``TaskSpec`` objects ``cfg`` names (its ``tasks``, or its ``suite``)."""
+def resolve_tasks(cfg: EvaluateConfig) -> tuple[list, list[tuple[str, str]]]:
+    """(``TaskSpec`` objects ``cfg`` names, [(id, why skipped)]).
+
+    Tasks named explicitly must resolve. From a suite, Creative tasks are skipped (with the reason)
+    when MineDojo's Creative file is missing or no MineCLIP checkpoint is given to judge them.
+    """
     from envs import tasks
 
     if cfg.tasks:
-        names: Sequence[str] = cfg.tasks
-    elif cfg.suite == "paper":
-        names = tasks.paper_task_ids()
+        specs = [tasks.get(name, creative_path=cfg.creative_path) for name in cfg.tasks]
+        unjudged = [s.id for s in specs if s.category == "creative" and not cfg.mineclip_checkpoint]
+        if unjudged:
+            raise ValueError(
+                f"{unjudged} are Creative tasks, which have no programmatic success check: "
+                "pass --mineclip-checkpoint to judge them with MineCLIP"
+            )
+        return specs, []
+    if cfg.suite == "paper":
+        names: Sequence[str] = tasks.paper_task_ids()
     elif cfg.suite == "starter":
         names = tasks.STARTER_SUITE
     else:
         names = tasks.starter_suite(cfg.suite.removeprefix("starter-"))
-    return [tasks.get(name, creative_path=cfg.creative_path) for name in names]
+    specs, skipped = [], []
+    for name in names:
+        try:
+            spec = tasks.get(name, creative_path=cfg.creative_path)
+        except tasks.DescriptionFileNotFound:
+            skipped.append((name, "MineDojo's creative_tasks.yaml not found (--creative-path)"))
+            continue
+        if spec.category == "creative" and not cfg.mineclip_checkpoint:
+            skipped.append((name, "a Creative task needs --mineclip-checkpoint to be judged"))
+            continue
+        specs.append(spec)
+    return specs, skipped
 
 
 def split_supported(specs: Sequence, backend: str) -> tuple[list, list[tuple[str, str]]]:
@@ -476,7 +491,7 @@ def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
     """Evaluate ``cfg.policy`` on ``cfg``'s tasks; write tables and videos under ``cfg.out_dir``."""
     from envs.tasks.evaluation import write_csv, write_markdown
 
-    specs = resolve_tasks(cfg)
+    specs, unresolved = resolve_tasks(cfg)
     runnable, skipped = split_supported(specs, cfg.backend)
     if skipped and not cfg.skip_unsupported:
         listing = "; ".join(f"{task_id}: {why}" for task_id, why in skipped)
@@ -487,6 +502,7 @@ def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
         raise ValueError(
             f"none of the {len(specs)} tasks runs on the {cfg.backend} backend; try --backend minedojo"
         )
+    skipped = unresolved + skipped
     creative_judge = None
     if any(spec.category == "creative" for spec in runnable) and cfg.mineclip_checkpoint:
         creative_judge = CreativeJudge.load(cfg.mineclip_checkpoint, cfg.human_labels)
@@ -532,7 +548,7 @@ def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
     markdown = write_markdown(results, out / "results.md", title=title)
     if skipped:
         with open(markdown, "a", encoding="utf-8") as f:
-            f.write(f"\nSkipped ({len(skipped)}, not runnable on {cfg.backend}):\n\n")
+            f.write(f"\nSkipped ({len(skipped)}):\n\n")
             f.writelines(f"- `{task_id}`: {why}\n" for task_id, why in skipped)
     table = write_csv(results, out / "results.csv")
     _write_episodes(episode_rows, out / "episodes.csv")
