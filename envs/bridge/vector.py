@@ -654,7 +654,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             _LIVE_ENVS.discard(self)
 
     def __del__(self) -> None:
-        if not getattr(self, "closed", True):
+        # ``closed`` is a VectorEnv class attribute: check that __init__ got as far as workers.
+        if "_slots" in self.__dict__ and not self.closed:
             self.close()
 
     def __repr__(self) -> str:
