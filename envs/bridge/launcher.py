@@ -237,6 +237,8 @@ def launch(
     with open(log_path, "ab") as log:
         log.write(f"=== launching: {' '.join(command)} (port {port}) ===\n".encode())
         log.flush()
+        # The log is kept across launches in the same run dir: only read what this one writes.
+        log_offset = log.tell()
         try:
             proc = subprocess.Popen(
                 command,
@@ -251,18 +253,17 @@ def launch(
             raise LaunchError(f"could not start {command[0]}: {err}") from err
     instance = MinecraftInstance(proc, port, run_dir, log_path, own_group)
     try:
-        instance.port = _wait_ready(instance, config.ready_timeout_s)
+        instance.port = _wait_ready(instance, config.ready_timeout_s, log_offset)
     except BaseException:
         instance.stop(grace_s=0.0)
         raise
     return instance
 
 
-def _wait_ready(instance: MinecraftInstance, timeout_s: float) -> int:
-    """Poll the log until the ready line (bounded); return the port the server reports."""
+def _wait_ready(instance: MinecraftInstance, timeout_s: float, offset: int) -> int:
+    """Poll the log from ``offset`` until the ready line (bounded); return the server's port."""
     deadline = time.monotonic() + timeout_s
     port = instance.port
-    offset = 0
     pending = ""
     while True:
         with open(instance.log_path, "rb") as f:

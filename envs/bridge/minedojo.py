@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import tempfile
 from typing import Any
 
@@ -455,14 +456,22 @@ class MineDojoEnv(gym.Env):
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._instance is not None:
+            try:  # a crashed JVM closes its sockets a moment before it can be reaped
+                self._instance.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+        log_tail = self._log_tail()
         if self._instance is not None and not self._instance.running:
             code = self._instance.proc.returncode
             self._instance.stop(grace_s=0.0)
             self._instance = None
             state = f"Minecraft exited with code {code}"
-        else:
+        elif self._instance is not None:
             state = "Minecraft is still running but stopped answering"
-        return SimulatorError(f"{during}: {err}; {state}. {self._log_tail()}")
+        else:
+            state = "the external Malmo server stopped answering"
+        return SimulatorError(f"{during}: {err}; {state}. {log_tail}")
 
     def _ensure_client(self) -> MalmoClient:
         cfg = self.config

@@ -54,6 +54,7 @@ from envs.bridge import shm
 
 _WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 _LOG_TAIL_LINES = 25
+_MAX_REASON_CHARS = 4000  # an exception message in info["bridge_fault"] (log tails included)
 
 # Slot phases. BUSY phases have a deadline and an expected answer from the worker.
 _STARTING, _ATTACHING, _RESETTING, _STEPPING = "starting", "attaching", "resetting", "stepping"
@@ -378,11 +379,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             else:  # a replacement worker: reset it to deliver what its predecessor owed
                 self._send_reset(slot, after_fault=True)
         elif kind == b"E":
-            text = message[1:].decode("utf-8", "replace").strip().splitlines()
-            self._fault(
-                slot,
-                f"env raised while {slot.phase}: {text[-1] if text else '?'} (traceback in log)",
-            )
+            text = message[1:].decode("utf-8", "replace").strip()
+            if len(text) > _MAX_REASON_CHARS:
+                text = text[:_MAX_REASON_CHARS] + " [...]"
+            self._fault(slot, f"env raised while {slot.phase}: {text} (traceback in log)")
         else:
             self._fault(slot, f"protocol error: unexpected {kind!r} while {slot.phase}")
 

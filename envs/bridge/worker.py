@@ -11,7 +11,7 @@ parent -> worker                                   worker -> parent
   b"R" + pickle((seed, options, after_fault))        b"D" [+ pickle((info, final_info, has_final))]
   b"S"  step the action in shared memory row          b"D" ... (same)
   b"C"  close                                         (exits)
-                                                     b"E" + traceback text: the env raised
+                                                     b"E" + "Type: message": the env raised
 Observations, actions, rewards and flags live in shared memory; only small infos are pickled.
 """
 
@@ -228,11 +228,11 @@ def main(argv: list[str]) -> int:
     print(f"[bridge worker {env_id}] pid {os.getpid()} started", file=sys.stderr, flush=True)
     try:
         worker.serve()
-    except BaseException:
-        text = traceback.format_exc()
-        print(text, file=sys.stderr, flush=True)
+    except BaseException as err:
+        print(traceback.format_exc(), file=sys.stderr, flush=True)  # full traceback: the log
+        summary = "".join(traceback.format_exception_only(err)).strip()
         try:
-            conn.send_bytes(b"E" + text.encode("utf-8", "replace"))
+            conn.send_bytes(b"E" + summary.encode("utf-8", "replace"))
         except OSError:
             pass
         return 1
