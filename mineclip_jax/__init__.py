@@ -23,7 +23,7 @@ from mineclip_jax.convert import (
     resize_pos_embed,
     state_dict_to_params,
 )
-from mineclip_jax.handle import MineCLIPHandle, create, init_params
+from mineclip_jax.handle import MineCLIPHandle, create, init_params, param_shapes
 from mineclip_jax.model import MineCLIP, preprocess_frames
 from mineclip_jax.tokenizer import tokenize
 
@@ -47,6 +47,7 @@ __all__ = [
     "MineCLIPHandle",
     "create",
     "init_params",
+    "param_shapes",
     "preprocess_frames",
     "tokenize",
 ]

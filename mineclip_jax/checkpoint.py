@@ -32,7 +32,7 @@ from mineclip_jax.convert import (
     params_to_state_dict,
     state_dict_to_params,
 )
-from mineclip_jax.handle import MineCLIPHandle, init_params
+from mineclip_jax.handle import MineCLIPHandle, init_params, param_shapes
 
 NATIVE_FORMAT = "mineclip-jax/1"
 CONFIG_FILE = "config.json"
@@ -106,7 +106,7 @@ def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
     config = MineCLIPConfig.from_dict(meta["config"])
     if config_overrides:
         config = config.replace(**config_overrides)
-    target = jax.eval_shape(init_params, config, jax.random.key(0))
+    target = param_shapes(config)
     raw = serialization.msgpack_restore((directory / PARAMS_FILE).read_bytes())
     expected = {
         jax.tree_util.keystr(p): x.shape for p, x in jax.tree_util.tree_leaves_with_path(target)

@@ -253,28 +253,18 @@ def state_dict_to_params(
     sd = {k: _as_numpy(v) for k, v in state_dict.items()}
     entries = param_entries(config)
     known = {k for e in entries for k in e.keys}
-    missing, shape_errors, alias_errors = [], [], []
-    params: dict = {}
+    # Pass 1: keys and shapes only (cheap), so a wrong checkpoint fails before any copying.
+    missing, shape_errors, present_by_entry = [], [], []
     for entry in entries:
         present = [k for k in entry.keys if k in sd]
+        present_by_entry.append(present)
         if not present:
             missing.append(" | ".join(entry.keys) + f" {list(entry.shape)}")
-            continue
-        bad = [k for k in present if tuple(sd[k].shape) != entry.shape]
-        if bad:
-            shape_errors += [
-                f"{k}: got {list(sd[k].shape)}, expected {list(entry.shape)}" for k in bad
-            ]
-            continue
-        reference = sd[present[0]]
-        for alias in present[1:]:
-            if not np.allclose(sd[alias], reference, rtol=0.0, atol=alias_atol):
-                diff = float(np.max(np.abs(sd[alias] - reference)))
-                alias_errors.append(f"{alias} differs from {present[0]} (max abs diff {diff:g})")
-        node = params
-        for name in entry.path[:-1]:
-            node = node.setdefault(name, {})
-        node[entry.path[-1]] = _to_flax(entry.kind, reference).astype(np.float32)
+        shape_errors += [
+            f"{k}: got {list(sd[k].shape)}, expected {list(entry.shape)}"
+            for k in present
+            if tuple(sd[k].shape) != entry.shape
+        ]
     unexpected = sorted(set(sd) - known)
     problems = []
     if missing:
@@ -283,8 +273,22 @@ def state_dict_to_params(
         problems.append(_format_list("unexpected keys", unexpected))
     if shape_errors:
         problems.append(_format_list("wrong shapes", shape_errors))
-    if alias_errors:
-        problems.append(_format_list("alias copies that disagree", alias_errors))
+    # Pass 2: alias copies must agree (they are one tensor in the official model).
+    alias_errors = []
+    if not problems:
+        for present in present_by_entry:
+            reference = sd[present[0]]
+            for alias in present[1:]:
+                other = sd[alias]
+                if other is reference or np.array_equal(other, reference):
+                    continue
+                if not np.allclose(other, reference, rtol=0.0, atol=alias_atol):
+                    diff = float(np.max(np.abs(other - reference)))
+                    alias_errors.append(
+                        f"{alias} differs from {present[0]} (max abs diff {diff:g})"
+                    )
+        if alias_errors:
+            problems.append(_format_list("alias copies that disagree", alias_errors))
     if problems:
         raise CheckpointMismatchError(
             f"state dict does not match MineCLIP ({config.pool}, vision {config.vision_width}x"
@@ -293,6 +297,12 @@ def state_dict_to_params(
             + "\nPass the right MineCLIPConfig (or let load_checkpoint infer it), and strip any "
             "wrapper prefix other than 'model.'."
         )
+    params: dict = {}
+    for entry, present in zip(entries, present_by_entry):
+        node = params
+        for name in entry.path[:-1]:
+            node = node.setdefault(name, {})
+        node[entry.path[-1]] = _to_flax(entry.kind, sd[present[0]]).astype(np.float32)
     return params
 
 

@@ -28,7 +28,11 @@ from mineclip_jax.tokenizer import tokenize
 Params = Any  # a nested dict of arrays: the "params" collection of MineCLIP
 
 
-def _jitted_method(module: MineCLIP, name: str):
+@functools.lru_cache(maxsize=256)
+def _jitted_method(config: MineCLIPConfig, name: str):
+    # Cached per (config, method) so every handle of one architecture shares compilations.
+    module = MineCLIP(config)
+
     def call(params, *args):
         return module.apply({"params": params}, *args, method=name)
 
@@ -55,7 +59,7 @@ class MineCLIPHandle:
             "encode_text",
             "logits",
         ):
-            object.__setattr__(self, f"_{name}", _jitted_method(self.module, name))
+            object.__setattr__(self, f"_{name}", _jitted_method(self.config, name))
 
     def __repr__(self):
         n = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(self.params))
@@ -126,6 +130,9 @@ class MineCLIPHandle:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _init_params(config: MineCLIPConfig, key: jax.Array) -> Params:
+    # Draw from an RBG key derived from `key`: the ~300 threefry draws of a full init take
+    # several times longer to compile on CPU; the distributions are unchanged.
+    key = jax.random.wrap_key_data(jax.random.bits(key, (4,), jnp.uint32), impl="rbg")
     h, w = config.image_size
     frames = jnp.zeros((1, 1, h, w, 3), jnp.uint8)
     tokens = jnp.zeros((1, config.context_length), jnp.int32)
@@ -135,6 +142,11 @@ def _init_params(config: MineCLIPConfig, key: jax.Array) -> Params:
 def init_params(config: MineCLIPConfig, key: jax.Array) -> Params:
     """Random MineCLIP params (float32) distributed as the official random init."""
     return _init_params(config, key)
+
+
+def param_shapes(config: MineCLIPConfig) -> Params:
+    """The params pytree of `config` as jax.ShapeDtypeStruct leaves (nothing is computed)."""
+    return jax.eval_shape(functools.partial(_init_params, config), jax.random.key(0))
 
 
 def create(config: MineCLIPConfig | None = None, key: jax.Array | None = None) -> MineCLIPHandle:

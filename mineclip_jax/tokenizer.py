@@ -72,17 +72,17 @@ def bytes_to_unicode() -> dict[int, str]:
 class BPETokenizer:
     """Pure-Python CLIP byte-level BPE over a merges file (no native dependency)."""
 
-    def __init__(self, bpe_path: str | os.PathLike):
+    def __init__(self, bpe_path: str | os.PathLike, num_merges: int = NUM_MERGES):
         path = Path(bpe_path)
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as f:
             lines = f.read().split("\n")
         # Line 0 is a version header; CLIP uses the next NUM_MERGES merges.
-        merges = [tuple(line.split()) for line in lines[1 : NUM_MERGES + 1]]
-        if len(merges) != NUM_MERGES or any(len(m) != 2 for m in merges):
+        merges = [tuple(line.split()) for line in lines[1 : num_merges + 1]]
+        if len(merges) != num_merges or any(len(m) != 2 for m in merges):
             raise ValueError(
                 f"{path} is not CLIP's BPE merges file ({BPE_FILENAME}): expected "
-                f"{NUM_MERGES} merge lines of two symbols after a header line"
+                f"{num_merges} merge lines of two symbols after a header line"
             )
         self.byte_encoder = bytes_to_unicode()
         vocab = list(self.byte_encoder.values())

@@ -1,0 +1,510 @@
+"""Contrastive training and fine-tuning of MineCLIP (paper App. E.3).
+
+    python -m mineclip_jax.train --data DIR --out RUN                      # random tiny model
+    python -m mineclip_jax.train --data DIR --out RUN --config attn --init attn.pth \
+        --finetune-last-layers 2 --bf16                                     # the paper's recipe
+
+DIR is any TFDS dataset directory with the training-data contract (docs/interfaces.md):
+`frames` uint8 [16, 160, 256, 3], `tokens` int32 [77], `text`, `clip_id`, `start_s`, `end_s`,
+splits `train` and `test`; it is read through TFDS array_record data sources (no TensorFlow).
+
+What a run does: symmetric InfoNCE over the batch's video/text pairs with the learnable
+temperature (log scale clamped to +-ln 100 as CLIP/MineCLIP), AdamW with a cosine schedule and
+linear warm-up, x`pretrained_lr_mult` learning rate on the pretrained CLIP towers and
+layer-wise decay down each tower when starting from weights (`--init`), optionally only the
+last layers of each tower trainable, temporally consistent random resized crop, bfloat16
+compute, data parallel over every local device (the batch is sharded over a 1-D `data` mesh),
+orbax checkpoints in RUN/checkpoints (a rerun with the same RUN resumes), TensorBoard scalars in
+RUN/tb, a tqdm bar, retrieval R@1/R@5 (text->video and video->text) on the test split, and the
+final model in RUN/model, which `mineclip_jax.load_checkpoint("RUN/model")` reads.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from mineclip_jax.checkpoint import load_checkpoint, save_checkpoint
+from mineclip_jax.config import MineCLIPConfig
+from mineclip_jax.handle import MineCLIPHandle, init_params
+from mineclip_jax.model import MineCLIP
+
+NUM_FRAMES = 16
+CONTRACT = {
+    "frames": ((NUM_FRAMES, 160, 256, 3), np.uint8),
+    "tokens": ((77,), np.int32),
+    "text": ((), None),
+    "clip_id": ((), None),
+    "start_s": ((), np.float32),
+    "end_s": ((), np.float32),
+}
+LOGIT_SCALE_MAX = math.log(100.0)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """MineCLIP contrastive training: `python -m mineclip_jax.train --data DIR --out RUN`."""
+
+    data: Path  # TFDS dataset directory with the clip contract and train/test splits.
+    out: Path  # run directory: checkpoints/, tb/, model/ (final), train_config.json.
+    init: str | None = None  # start from weights: official .pth, state dict, or our model dir.
+    config: Literal["tiny", "attn", "avg"] = "tiny"  # architecture for random init (no --init).
+    pool: Literal["attn", "avg"] = "attn"  # temporal aggregator of the tiny config.
+    steps: int = 1000  # optimizer steps in total.
+    batch_size: int = 32  # global batch (video/text pairs); divisible by the device count.
+    lr: float = 3e-4  # peak learning rate (after warm-up).
+    warmup_steps: int = 500  # linear warm-up steps (paper: 500), capped at steps // 5.
+    final_lr_frac: float = 0.0  # cosine decays to lr * final_lr_frac.
+    weight_decay: float = 0.2  # AdamW decay on matrices (not biases, norms, embeddings, scalars).
+    b1: float = 0.9  # Adam beta1.
+    b2: float = 0.98  # Adam beta2 (CLIP's value for contrastive training).
+    grad_clip: float = 1.0  # global-norm gradient clipping (0 = off).
+    pretrained_lr_mult: float = 0.5  # LR multiplier on the pretrained CLIP towers (with --init).
+    layer_decay: float = 0.65  # layer-wise LR decay down each tower (with --init); 1 = off.
+    finetune_last_layers: int = 0  # train only the last N blocks of each tower (paper: 2); 0 = all.
+    bf16: bool = False  # compute in bfloat16 (params and optimizer stay float32).
+    crop_min_area: float = 0.8  # random resized crop keeps >= this area fraction; 1 = no crop.
+    eval_batch_size: int = 32  # clips per evaluation batch.
+    eval_every: int = 0  # evaluate on the test split every N steps (0 = only at the end).
+    max_eval_clips: int = 0  # evaluate on at most this many test clips (0 = all).
+    ckpt_every: int = 200  # save an orbax checkpoint every N steps (and at the end).
+    log_every: int = 10  # TensorBoard scalars every N steps.
+    seed: int = 0  # seed of init, data order and augmentation.
+    progress: bool = True  # show a tqdm progress bar.
+
+
+# ------------------------------------------------------------------------------ the data
+def open_split(data_dir: str | os.PathLike, split: str):
+    """A random-access TFDS data source over one split, after checking the clip contract."""
+    import tensorflow_datasets as tfds
+
+    data_dir = Path(data_dir).expanduser()
+    if not (data_dir / "dataset_info.json").is_file():
+        raise FileNotFoundError(
+            f"{data_dir} is not a TFDS dataset directory (no dataset_info.json); pass the "
+            f"directory a data/ builder wrote, e.g. python -m data.synthetic --out DIR"
+        )
+    builder = tfds.builder_from_directory(str(data_dir))
+    features = builder.info.features
+    problems = []
+    for name, (shape, dtype) in CONTRACT.items():
+        if name not in features:
+            problems.append(f"missing feature {name!r}")
+            continue
+        if dtype is not None:
+            got_shape = tuple(features[name].shape)
+            got_dtype = np.dtype(features[name].np_dtype)
+            if got_shape != shape or got_dtype != dtype:
+                problems.append(
+                    f"{name} is {got_dtype}{list(got_shape)}, need {dtype}{list(shape)}"
+                )
+    if problems:
+        raise ValueError(
+            f"{data_dir} does not follow the MineCLIP clip contract: " + "; ".join(problems)
+        )
+    if split not in builder.info.splits:
+        raise ValueError(f"{data_dir} has no {split!r} split (it has {list(builder.info.splits)})")
+    return builder.as_data_source(split=split)
+
+
+def _as_str(x) -> str:
+    return x.decode("utf-8") if isinstance(x, bytes) else str(x)
+
+
+def load_examples(source, indices) -> dict[str, np.ndarray]:
+    """Stack examples `indices` of a data source into a host batch."""
+    items = source.__getitems__([int(i) for i in indices])
+    return {
+        "frames": np.stack([np.asarray(e["frames"], np.uint8) for e in items]),
+        "tokens": np.stack([np.asarray(e["tokens"], np.int32) for e in items]),
+        "text": [_as_str(e["text"]) for e in items],
+    }
+
+
+def batch_indices(num_examples: int, batch_size: int, step: int, seed: int) -> np.ndarray:
+    """Indices of the batch at `step`: epochs of fresh permutations, remainder dropped.
+    A pure function of (step, seed), so a resumed run continues the same data order."""
+    per_epoch = num_examples // batch_size
+    if per_epoch == 0:
+        raise ValueError(
+            f"batch_size {batch_size} exceeds the {num_examples} training clips; lower --batch-size"
+        )
+    epoch, pos = divmod(step, per_epoch)
+    perm = np.random.default_rng([seed, epoch]).permutation(num_examples)
+    return perm[pos * batch_size : (pos + 1) * batch_size]
+
+
+def random_resized_crop(key: jax.Array, frames: jax.Array, min_area: float) -> jax.Array:
+    """Temporally consistent random resized crop: one box per clip (same for all its frames),
+    area fraction in [min_area, 1], the clip's aspect ratio, resampled back to full size
+    (bilinear). frames uint8 [B, T, H, W, 3] -> float32 in 0..255."""
+    b, _, h, w, _ = frames.shape
+    k_area, k_y, k_x = jax.random.split(key, 3)
+    side = jnp.sqrt(jax.random.uniform(k_area, (b,), minval=min_area, maxval=1.0))
+    oy = jax.random.uniform(k_y, (b,)) * (1.0 - side) * h
+    ox = jax.random.uniform(k_x, (b,)) * (1.0 - side) * w
+
+    def one(clip, s, y0, x0):
+        scale = jnp.stack([1.0 / s, 1.0 / s])
+        translation = jnp.stack([-y0 / s, -x0 / s])
+        return jax.image.scale_and_translate(
+            clip.astype(jnp.float32), clip.shape, (1, 2), scale, translation, "linear"
+        )
+
+    return jax.vmap(one)(frames, side, oy, ox)
+
+
+# ------------------------------------------------------------------------ loss, metrics
+def contrastive_loss(logits: jax.Array) -> jax.Array:
+    """Symmetric InfoNCE: mean of video->text and text->video cross-entropy, pair i <-> i.
+    logits: [B, B] video x text, logit scale applied."""
+    chex.assert_rank(logits, 2)
+    labels = jnp.arange(logits.shape[0])
+    logits = logits.astype(jnp.float32)
+    v2t = optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+    t2v = optax.softmax_cross_entropy_with_integer_labels(logits.T, labels).mean()
+    return 0.5 * (v2t + t2v)
+
+
+def retrieval_metrics(video_emb, text_emb, ks=(1, 5)) -> dict[str, float]:
+    """Recall@k of text->video and video->text retrieval; pair i of each is the match.
+    Ties count against the match (a rank is 1 + the number of candidates scoring >= it,
+    other than itself)."""
+    v = np.asarray(video_emb, np.float64)
+    t = np.asarray(text_emb, np.float64)
+    v = v / np.linalg.norm(v, axis=-1, keepdims=True)
+    t = t / np.linalg.norm(t, axis=-1, keepdims=True)
+    sim = v @ t.T  # [N video, N text]
+    n = sim.shape[0]
+    diag = np.diag(sim)
+    eye = np.eye(n, dtype=bool)
+    # rank of video i for text i: videos scoring >= the match in column i.
+    t2v_rank = 1 + ((sim >= diag[None, :]) & ~eye).sum(axis=0)
+    v2t_rank = 1 + ((sim >= diag[:, None]) & ~eye).sum(axis=1)
+    out = {}
+    for k in ks:
+        out[f"t2v_R@{k}"] = float(np.mean(t2v_rank <= k))
+        out[f"v2t_R@{k}"] = float(np.mean(v2t_rank <= k))
+    out["num_clips"] = n
+    return out
+
+
+# ------------------------------------------------------------------------- the optimizer
+def _path_names(path) -> list[str]:
+    return [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
+
+
+_BLOCK = re.compile(r"blocks_(\d+)$")
+_TOWERS = {"image_encoder": "vision_layers", "text_encoder": "text_layers"}
+_TOWER_HEADS = {"ln_post", "projection", "ln_final"}
+
+
+def _tower_depth(names: list[str], config: MineCLIPConfig) -> tuple[str, int] | None:
+    """(tower, depth from the top) of a tower parameter: 0 for the final norm/projection,
+    L - i for block i, L + 1 for the embeddings; None outside the two CLIP towers."""
+    if not names or names[0] not in _TOWERS:
+        return None
+    num_layers = getattr(config, _TOWERS[names[0]])
+    if len(names) > 1:
+        m = _BLOCK.match(names[1])
+        if m:
+            return names[0], num_layers - int(m.group(1))
+        if names[1] in _TOWER_HEADS:
+            return names[0], 0
+    return names[0], num_layers + 1
+
+
+def trainable_mask(params, config: MineCLIPConfig, last_layers: int):
+    """True for parameters that train. With `last_layers` = N > 0 only the last N blocks of
+    each tower (+ its final norm and projection) train in the towers; the temporal encoder,
+    adapters and logit scale always train."""
+
+    def keep(path, _):
+        where = _tower_depth(_path_names(path), config)
+        return last_layers <= 0 or where is None or where[1] <= last_layers
+
+    return jax.tree_util.tree_map_with_path(keep, params)
+
+
+def lr_multipliers(params, config: MineCLIPConfig, pretrained: bool, cfg: TrainConfig):
+    """Per-parameter LR multipliers: on pretrained towers, pretrained_lr_mult * layer_decay **
+    depth (depth 0 at the projection, growing toward the embeddings); 1 elsewhere."""
+
+    def mult(path, _):
+        where = _tower_depth(_path_names(path), config)
+        if not pretrained or where is None:
+            return 1.0
+        return cfg.pretrained_lr_mult * cfg.layer_decay ** where[1]
+
+    return jax.tree_util.tree_map_with_path(mult, params)
+
+
+def _decay_mask(params):
+    def decays(path, x):
+        name = _path_names(path)[-1]
+        return x.ndim >= 2 and name not in ("pos_embed", "embedding", "cls_token")
+
+    return jax.tree_util.tree_map_with_path(decays, params)
+
+
+def _scale_by_tree(multipliers) -> optax.GradientTransformation:
+    def update(updates, state, params=None):
+        del params
+        return jax.tree.map(lambda u, m: u * m, updates, multipliers), state
+
+    return optax.GradientTransformation(lambda _: optax.EmptyState(), update)
+
+
+def learning_rate_schedule(cfg: TrainConfig) -> optax.Schedule:
+    warmup = min(cfg.warmup_steps, max(cfg.steps // 5, 0))
+    return optax.warmup_cosine_decay_schedule(
+        init_value=0.0,
+        peak_value=cfg.lr,
+        warmup_steps=warmup,
+        decay_steps=max(cfg.steps, warmup + 1),
+        end_value=cfg.lr * cfg.final_lr_frac,
+    )
+
+
+def make_optimizer(cfg: TrainConfig, params, config: MineCLIPConfig, pretrained: bool):
+    """AdamW (+clipping, LR multipliers); frozen parameters get no update and no moments."""
+    train_mask = trainable_mask(params, config, cfg.finetune_last_layers)
+    mults = lr_multipliers(params, config, pretrained, cfg)
+    chain = []
+    if cfg.grad_clip > 0:
+        chain.append(optax.clip_by_global_norm(cfg.grad_clip))
+    chain += [
+        optax.scale_by_adam(b1=cfg.b1, b2=cfg.b2, eps=1e-6),
+        optax.add_decayed_weights(cfg.weight_decay, mask=_decay_mask(params)),
+        _scale_by_tree(mults),
+        optax.scale_by_learning_rate(learning_rate_schedule(cfg)),
+    ]
+    labels = jax.tree.map(lambda t: "train" if t else "frozen", train_mask)
+    return optax.multi_transform(
+        {"train": optax.chain(*chain), "frozen": optax.set_to_zero()}, labels
+    )
+
+
+# ----------------------------------------------------------------------------- training
+@struct.dataclass
+class TrainState:
+    step: jax.Array
+    params: Any
+    opt_state: Any
+
+
+def make_train_step(module: MineCLIP, optimizer, crop_min_area: float, seed: int):
+    """(state, frames [B,16,H,W,3] uint8, tokens [B,77]) -> (state, metrics). Pure."""
+
+    def loss_fn(params, frames, tokens):
+        video = module.apply({"params": params}, frames, method="encode_video")
+        text = module.apply({"params": params}, tokens, method="encode_text")
+        logits = module.apply({"params": params}, video, text, method="logits")
+        loss = contrastive_loss(logits)
+        acc = jnp.mean(jnp.argmax(logits, axis=1) == jnp.arange(logits.shape[0]))
+        return loss, acc
+
+    def step_fn(state: TrainState, frames, tokens):
+        if crop_min_area < 1.0:
+            key = jax.random.fold_in(jax.random.key(seed), state.step)
+            frames = random_resized_crop(key, frames, crop_min_area)
+        (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, frames, tokens)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        # CLIP's trick: keep the temperature in range (scale <= 100).
+        params["logit_scale"] = jnp.clip(params["logit_scale"], -LOGIT_SCALE_MAX, LOGIT_SCALE_MAX)
+        metrics = {
+            "loss": loss,
+            "batch_acc": acc,
+            "logit_scale": jnp.exp(params["logit_scale"]),
+            "grad_norm": optax.global_norm(grads),
+        }
+        return TrainState(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+    return step_fn
+
+
+def embed_split(module, params, source, batch_size: int, max_clips: int = 0, mesh=None):
+    """Video and text embeddings of a whole split: ([N, D], [N, D])."""
+    n = len(source) if max_clips <= 0 else min(max_clips, len(source))
+
+    @jax.jit
+    def embed(params, frames, tokens):
+        video = module.apply({"params": params}, frames, method="encode_video")
+        return video, module.apply({"params": params}, tokens, method="encode_text")
+
+    videos, texts = [], []
+    for start in range(0, n, batch_size):
+        idx = np.arange(start, min(start + batch_size, n))
+        batch = load_examples(source, idx)
+        frames, tokens = batch["frames"], batch["tokens"]
+        pad = batch_size - len(idx)  # one compiled shape: pad the last batch
+        if pad:
+            frames = np.concatenate([frames, np.repeat(frames[-1:], pad, 0)])
+            tokens = np.concatenate([tokens, np.repeat(tokens[-1:], pad, 0)])
+        if mesh is not None and batch_size % mesh.size == 0:
+            sharding = NamedSharding(mesh, P("data"))
+            frames, tokens = jax.device_put((frames, tokens), sharding)
+        v, t = embed(params, frames, tokens)
+        videos.append(np.asarray(v)[: len(idx)])
+        texts.append(np.asarray(t)[: len(idx)])
+    return np.concatenate(videos), np.concatenate(texts)
+
+
+def evaluate(module, params, source, cfg: TrainConfig, mesh=None) -> dict[str, float]:
+    video, text = embed_split(module, params, source, cfg.eval_batch_size, cfg.max_eval_clips, mesh)
+    return retrieval_metrics(video, text)
+
+
+def _initial_handle(cfg: TrainConfig) -> tuple[MineCLIPHandle, bool]:
+    if cfg.init is not None:
+        return load_checkpoint(cfg.init), True
+    config = {
+        "tiny": lambda: MineCLIPConfig.tiny(pool=cfg.pool),
+        "attn": MineCLIPConfig.attn,
+        "avg": MineCLIPConfig.avg,
+    }[cfg.config]()
+    params = init_params(config, jax.random.key(cfg.seed))
+    return MineCLIPHandle(config=config, params=params), False
+
+
+def _check_config(cfg: TrainConfig, num_devices: int):
+    problems = []
+    if cfg.steps < 1:
+        problems.append("--steps must be >= 1")
+    if cfg.batch_size < 2:
+        problems.append("--batch-size must be >= 2 (contrastive loss needs negatives)")
+    elif cfg.batch_size % num_devices:
+        problems.append(
+            f"--batch-size {cfg.batch_size} is not divisible by the {num_devices} devices"
+        )
+    if not 0.0 < cfg.crop_min_area <= 1.0:
+        problems.append("--crop-min-area must be in (0, 1]")
+    if problems:
+        raise ValueError("invalid TrainConfig: " + "; ".join(problems))
+
+
+def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
+    """Run (or resume) training; returns the trained handle and the final test metrics."""
+    import orbax.checkpoint as ocp
+    from tensorboardX import SummaryWriter
+    from tqdm import tqdm
+
+    devices = jax.devices()
+    _check_config(cfg, len(devices))
+    train_source = open_split(cfg.data, "train")
+    test_source = open_split(cfg.data, "test")
+    out = Path(cfg.out).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    handle, pretrained = _initial_handle(cfg)
+    config = handle.config.replace(dtype="bfloat16" if cfg.bf16 else "float32")
+    module = MineCLIP(config)
+    meta_path = out / "train_config.json"
+    meta = {"model": config.replace(dtype="float32").to_dict(), "pretrained": pretrained}
+    if meta_path.exists():
+        old = json.loads(meta_path.read_text())
+        if old.get("model") != meta["model"]:
+            raise ValueError(
+                f"{out} holds a run of another architecture ({old.get('model')}); use a new --out"
+            )
+    meta["train"] = {k: str(v) for k, v in dataclasses.asdict(cfg).items()}
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+
+    mesh = Mesh(np.array(devices), ("data",))
+    replicated = NamedSharding(mesh, P())
+    batch_sharding = NamedSharding(mesh, P("data"))
+    params = jax.tree.map(jnp.asarray, handle.params)
+    optimizer = make_optimizer(cfg, params, config, pretrained)
+    state = TrainState(
+        step=jnp.zeros((), jnp.int32), params=params, opt_state=optimizer.init(params)
+    )
+    state = jax.device_put(state, replicated)
+
+    manager = ocp.CheckpointManager(
+        out / "checkpoints",
+        options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True),
+    )
+    if manager.latest_step() is not None:
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+        state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(abstract))
+        state = jax.device_put(state, replicated)
+        print(f"resumed {out} at step {int(state.step)}")
+
+    step_fn = jax.jit(
+        make_train_step(module, optimizer, cfg.crop_min_area, cfg.seed),
+        in_shardings=(replicated, batch_sharding, batch_sharding),
+        out_shardings=(replicated, replicated),
+        donate_argnums=0,
+    )
+    writer = SummaryWriter(str(out / "tb"))
+    n_train = len(train_source)
+    start = int(state.step)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    def fetch(step):
+        return load_examples(train_source, batch_indices(n_train, cfg.batch_size, step, cfg.seed))
+
+    pending = pool.submit(fetch, start) if start < cfg.steps else None
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not cfg.progress)
+    metrics = {}
+    for step in bar:
+        batch = pending.result()
+        # Prefetch the next batch on a thread while this step runs.
+        pending = pool.submit(fetch, step + 1) if step + 1 < cfg.steps else None
+        frames, tokens = jax.device_put((batch["frames"], batch["tokens"]), batch_sharding)
+        state, metrics = step_fn(state, frames, tokens)
+        done = step + 1
+        if done % cfg.log_every == 0 or done == cfg.steps:
+            scalars = {k: float(v) for k, v in metrics.items()}
+            for k, v in scalars.items():
+                writer.add_scalar(f"train/{k}", v, done)
+            writer.add_scalar("train/lr", float(learning_rate_schedule(cfg)(done - 1)), done)
+            bar.set_postfix(loss=f"{scalars['loss']:.3f}", acc=f"{scalars['batch_acc']:.2f}")
+        if cfg.eval_every and done % cfg.eval_every == 0 and done != cfg.steps:
+            for k, v in evaluate(module, state.params, test_source, cfg, mesh).items():
+                writer.add_scalar(f"test/{k}", v, done)
+        if done % cfg.ckpt_every == 0 or done == cfg.steps:
+            manager.save(done, args=ocp.args.StandardSave(state))
+    pool.shutdown()
+    manager.wait_until_finished()
+
+    results = evaluate(module, state.params, test_source, cfg, mesh)
+    for k, v in results.items():
+        writer.add_scalar(f"test/{k}", v, int(state.step))
+    writer.close()
+    final = MineCLIPHandle(
+        config=config.replace(dtype="float32"), params=jax.device_get(state.params)
+    )
+    save_checkpoint(final, out / "model")
+    n = results["num_clips"]
+    print(f"\ntest split: {n} clips, chance R@1 = {1 / n:.4f}, R@5 = {min(5 / n, 1):.4f}")
+    for k in ("t2v_R@1", "t2v_R@5", "v2t_R@1", "v2t_R@5"):
+        print(f"  {k:8s} {results[k]:.4f}")
+    print(f"model saved to {out / 'model'} (mineclip_jax.load_checkpoint reads it)")
+    return final, results
+
+
+def main(argv=None):
+    import tyro
+
+    train(tyro.cli(TrainConfig, args=argv))
+
+
+if __name__ == "__main__":
+    main()
