@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -339,15 +340,15 @@ def make_train_step(module: MineCLIP, optimizer, crop_min_area: float, seed: int
     return step_fn
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _embed(module, params, frames, tokens):
+    video = module.apply({"params": params}, frames, method="encode_video")
+    return video, module.apply({"params": params}, tokens, method="encode_text")
+
+
 def embed_split(module, params, source, batch_size: int, max_clips: int = 0, mesh=None):
     """Video and text embeddings of a whole split: ([N, D], [N, D])."""
     n = len(source) if max_clips <= 0 else min(max_clips, len(source))
-
-    @jax.jit
-    def embed(params, frames, tokens):
-        video = module.apply({"params": params}, frames, method="encode_video")
-        return video, module.apply({"params": params}, tokens, method="encode_text")
-
     videos, texts = [], []
     for start in range(0, n, batch_size):
         idx = np.arange(start, min(start + batch_size, n))
@@ -360,7 +361,7 @@ def embed_split(module, params, source, batch_size: int, max_clips: int = 0, mes
         if mesh is not None and batch_size % mesh.size == 0:
             sharding = NamedSharding(mesh, P("data"))
             frames, tokens = jax.device_put((frames, tokens), sharding)
-        v, t = embed(params, frames, tokens)
+        v, t = _embed(module, params, frames, tokens)
         videos.append(np.asarray(v)[: len(idx)])
         texts.append(np.asarray(t)[: len(idx)])
     return np.concatenate(videos), np.concatenate(texts)
@@ -397,6 +398,9 @@ def _check_config(cfg: TrainConfig, num_devices: int):
         problems.append("--crop-min-area must be in (0, 1]")
     if problems:
         raise ValueError("invalid TrainConfig: " + "; ".join(problems))
+
+
+_STEP_CACHE: dict = {}
 
 
 def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
@@ -446,12 +450,18 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
         state = jax.device_put(state, replicated)
         print(f"resumed {out} at step {int(state.step)}")
 
-    step_fn = jax.jit(
-        make_train_step(module, optimizer, cfg.crop_min_area, cfg.seed),
-        in_shardings=(replicated, batch_sharding, batch_sharding),
-        out_shardings=(replicated, replicated),
-        donate_argnums=0,
-    )
+    # One compiled step per (model, recipe, devices): rerunning or resuming in the same
+    # process (a notebook) reuses it instead of compiling again.
+    recipe = dataclasses.replace(cfg, data=Path("."), out=Path("."), init=None, progress=True)
+    cache_key = (config, pretrained, repr(recipe), tuple(devices))
+    if cache_key not in _STEP_CACHE:
+        _STEP_CACHE[cache_key] = jax.jit(
+            make_train_step(module, optimizer, cfg.crop_min_area, cfg.seed),
+            in_shardings=(replicated, batch_sharding, batch_sharding),
+            out_shardings=(replicated, replicated),
+            donate_argnums=0,
+        )
+    step_fn = _STEP_CACHE[cache_key]
     writer = SummaryWriter(str(out / "tb"))
     n_train = len(train_source)
     start = int(state.step)
