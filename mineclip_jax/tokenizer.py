@@ -21,12 +21,12 @@ import functools
 import gzip
 import importlib.util
 import os
+import re
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import regex
 
 from mineclip_jax.config import EOT_TOKEN, PAD_TOKEN, SOT_TOKEN
 
@@ -37,18 +37,49 @@ BPE_FILENAME = "bpe_simple_vocab_16e6.txt.gz"
 _BPE_PACKAGES = (("open_clip", BPE_FILENAME), ("clip", BPE_FILENAME))
 NUM_MERGES = 49152 - 256 - 2  # CLIP keeps the first 48,894 merges of the 16e6 file.
 
-# CLIP's pre-tokenisation pattern (HF fast tokenizer and OpenAI SimpleTokenizer alike).
-_PRETOKENIZE = regex.compile(
-    r"""'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+""", regex.IGNORECASE
-)
-_WHITESPACE = regex.compile(r"\s+")
+_WHITESPACE = re.compile(r"\s+")
 _SPECIAL_TOKENS = {"<|startoftext|>": SOT_TOKEN, "<|endoftext|>": EOT_TOKEN}
-_SPECIAL_SPLIT = regex.compile(r"(<\|startoftext\|>|<\|endoftext\|>)")
+_SPECIAL_SPLIT = re.compile(r"(<\|startoftext\|>|<\|endoftext\|>)")
+_CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
 
 
 def normalize_text(text: str) -> str:
     """HF CLIP normaliser: NFC, whitespace runs -> ' ', lower case."""
     return _WHITESPACE.sub(" ", unicodedata.normalize("NFC", text)).lower()
+
+
+def _char_class(c: str) -> str:
+    if c.isspace():
+        return "space"
+    major = unicodedata.category(c)[0]
+    return "letter" if major == "L" else "number" if major == "N" else "other"
+
+
+def pretokenize(text: str) -> list[str]:
+    """CLIP's pre-split of lower-cased text, i.e. the pattern
+    `'s|'t|'re|'ve|'m|'ll|'d|\\p{L}+|\\p{N}|[^\\s\\p{L}\\p{N}]+` applied left to right (written
+    as a scanner over Unicode categories so no third-party regex engine is needed)."""
+    words, i, n = [], 0, len(text)
+    while i < n:
+        contraction = next((c for c in _CONTRACTIONS if text.startswith(c, i)), None)
+        if contraction is not None:
+            words.append(contraction)
+            i += len(contraction)
+            continue
+        kind = _char_class(text[i])
+        if kind == "space":
+            i += 1
+            continue
+        if kind == "number":  # digits are split one by one
+            words.append(text[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < n and _char_class(text[j]) == kind:
+            j += 1
+        words.append(text[i:j])
+        i = j
+    return words
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,7 +156,7 @@ class BPETokenizer:
             if piece in _SPECIAL_TOKENS:
                 ids.append(_SPECIAL_TOKENS[piece])
                 continue
-            for word in _PRETOKENIZE.findall(piece):
+            for word in pretokenize(piece):
                 mapped = "".join(self.byte_encoder[b] for b in word.encode("utf-8"))
                 ids.extend(self._bpe(mapped))
         return ids

@@ -130,6 +130,22 @@ def test_context_length_and_bad_input():
 
 
 # ---------------------------------------------------------------- pure-Python BPE backend
+def test_pretokenize_hand_split():
+    assert tok.pretokenize("don't stop!!'s 42x café") == [
+        "don",
+        "'t",
+        "stop",
+        "!!'",
+        "s",
+        "4",
+        "2",
+        "x",
+        "café",
+    ]
+    assert tok.pretokenize("i'll  we're ...'ve") == ["i", "'ll", "we", "'re", "...'", "ve"]
+    assert tok.pretokenize("日本3") == ["日本", "3"]
+
+
 def test_python_bpe_on_a_hand_made_merges_file(tmp_path):
     path = tmp_path / "merges.txt.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
