@@ -27,14 +27,13 @@ from __future__ import annotations
 import atexit
 import collections
 import dataclasses
-import math
 import mmap
 import os
 import pickle
-import select
 import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
 from typing import Any
 
 import gymnasium as gym
@@ -51,9 +49,11 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from envs.bridge import shm
+from envs.bridge.channel import Channel
 
 _WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 _LOG_TAIL_LINES = 25
+_NOTICE = struct.Struct("<HH")  # worker.py's NOTICE: (env id, worker generation)
 _MAX_REASON_CHARS = 4000  # an exception message in info["bridge_fault"] (log tails included)
 
 # Slot phases. BUSY phases have a deadline and an expected answer from the worker.
@@ -120,8 +120,7 @@ class _Slot:
     env_id: int
     log_path: str
     proc: subprocess.Popen | None = None
-    conn: Connection | None = None
-    sock: socket.socket | None = None
+    conn: Channel | None = None
     generation: int = 0
     phase: str = _CLOSED
     deadline: float = float("inf")
@@ -132,7 +131,6 @@ class _Slot:
     faults: list[str] = dataclasses.field(default_factory=list)
     consecutive_failures: int = 0
     restarts: int = 0
-    poller: Any = None  # select.poll() on conn, for waiting on this worker alone
 
 
 _LIVE_ENVS: weakref.WeakSet[ProcessVectorEnv] = weakref.WeakSet()
@@ -180,8 +178,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         log_dir: str | None = None,
         **factory_kwargs: Any,
     ) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if not 1 <= num_envs <= 0xFFFF:  # env ids travel as uint16 notices
+            raise ValueError(f"num_envs must be in [1, 65535], got {num_envs}")
         batch_size = num_envs if batch_size is None else int(batch_size)
         if not 1 <= batch_size <= num_envs:
             raise ValueError(f"batch_size must be in [1, num_envs={num_envs}], got {batch_size}")
@@ -208,6 +206,11 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         os.makedirs(self.log_dir, exist_ok=True)
         self._base_seed: int | None = None
         self._selector = selectors.DefaultSelector()
+        # All workers announce info-less results on one pipe (see worker.py): the parent wakes
+        # once and reads many results with one syscall.
+        self._notify_r, self._notify_w = os.pipe()
+        os.set_blocking(self._notify_r, False)
+        self._selector.register(self._notify_r, selectors.EVENT_READ, None)
         self._slots = [
             _Slot(i, os.path.join(self.log_dir, f"worker-{i}.log")) for i in range(num_envs)
         ]
@@ -280,8 +283,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                         str(slot.env_id),
                         str(os.getpid()),
                         "1" if self._use_pdeathsig else "0",
+                        str(self._notify_w),
+                        str(slot.generation + 1),
                     ],
-                    pass_fds=(child_sock.fileno(),),
+                    pass_fds=(child_sock.fileno(), self._notify_w),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -291,11 +296,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             finally:
                 child_sock.close()
         slot.proc = proc
-        slot.sock = parent_sock
-        slot.conn = Connection(os.dup(parent_sock.fileno()))
+        slot.conn = Channel(parent_sock)
         slot.generation += 1
-        slot.poller = select.poll()
-        slot.poller.register(slot.conn.fileno(), select.POLLIN)
         self._selector.register(slot.conn.fileno(), selectors.EVENT_READ, (slot, slot.generation))
         slot.phase = _STARTING
         slot.deadline = time.monotonic() + self.startup_timeout_s
@@ -304,17 +306,17 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
     def _send_layout(self, slot: _Slot) -> None:
         slot.phase = _ATTACHING
         slot.deadline = time.monotonic() + self.startup_timeout_s
-        if self._send(slot, b"M" + pickle.dumps(self._layout, pickle.HIGHEST_PROTOCOL)):
-            try:
-                socket.send_fds(slot.sock, [b"F"], [self._buffer_fd])
-            except OSError as err:
-                self._fault(slot, f"could not pass the shared buffer ({err})")
+        message = b"M" + pickle.dumps(self._layout, pickle.HIGHEST_PROTOCOL)
+        try:
+            slot.conn.send_with_fds(message, [self._buffer_fd])
+        except OSError:
+            self._fault(slot, self._death_reason(slot))
 
     # ------------------------------------------------------------------ plumbing
 
     def _send(self, slot: _Slot, message: bytes) -> bool:
         try:
-            slot.conn.send_bytes(message)
+            slot.conn.send(message)
             return True
         except OSError:
             self._fault(slot, self._death_reason(slot))
@@ -337,9 +339,6 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 pass
             slot.conn.close()
             slot.conn = None
-        if slot.sock is not None:
-            slot.sock.close()
-            slot.sock = None
         if slot.proc is not None:
             _kill_group(slot.proc)
             slot.proc = None
@@ -364,7 +363,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
 
     def _on_message(self, slot: _Slot) -> None:
         try:
-            message = slot.conn.recv_bytes()
+            message = slot.conn.recv()
         except (EOFError, OSError):
             self._fault(slot, self._death_reason(slot))
             return
@@ -451,8 +450,16 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                     "waiting for results but no env is in flight: call send() for more envs "
                     f"(batch_size={self.batch_size}, buffered={len(self._ready)})"
                 )
+            buffered = [s for s in busy if s.conn is not None and s.conn.has_frame()]
+            for slot in buffered:  # already read, select() would not report them
+                self._on_message(slot)
+            if buffered:
+                continue
             timeout = max(0.0, min(s.deadline for s in busy) - time.monotonic())
             for key, _ in self._selector.select(timeout):
+                if key.data is None:
+                    self._drain_notices()
+                    continue
                 slot, generation = key.data
                 if generation == slot.generation and slot.conn is not None:
                     self._on_message(slot)
@@ -461,29 +468,22 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 if slot.phase in _BUSY and slot.deadline <= now:
                     self._timeout_fault(slot)
 
+    def _drain_notices(self) -> None:
+        try:
+            data = os.read(self._notify_r, 65536 // _NOTICE.size * _NOTICE.size)
+        except BlockingIOError:
+            return
+        for env_id, generation in _NOTICE.iter_unpack(data):
+            slot = self._slots[env_id]
+            # A notice from a worker that has since been replaced is stale: drop it.
+            if generation == slot.generation & 0xFFFF and slot.phase in (_STEPPING, _RESETTING):
+                self._on_result(slot, b"D")
+
     def _timeout_fault(self, slot: _Slot) -> None:
         limit = {_STEPPING: self.timeout_s, _RESETTING: self.reset_timeout_s}.get(
             slot.phase, self.startup_timeout_s
         )
         self._fault(slot, f"no answer within {limit:g} s while {slot.phase} (hung); killed")
-
-    def _wait_in_order(self, ids: np.ndarray) -> None:
-        """Wait until every env in ``ids`` has a result, blocking on one env at a time.
-
-        Used when the caller needs all of them anyway (``step``/``reset``): blocking on each
-        worker in turn wakes the parent about once per batch instead of once per worker, which
-        matters on a loaded CPU. Deadlines are the same as in ``_pump``.
-        """
-        for i in ids:
-            slot = self._slots[i]
-            while slot.phase != _READY:
-                if slot.phase not in _BUSY:
-                    raise RuntimeError(f"env {slot.env_id} has nothing in flight ({slot.phase})")
-                timeout_ms = max(0, math.ceil((slot.deadline - time.monotonic()) * 1000))
-                if slot.poller.poll(timeout_ms):
-                    self._on_message(slot)
-                elif time.monotonic() >= slot.deadline:
-                    self._timeout_fault(slot)
 
     # ------------------------------------------------------------------ batches
 
@@ -596,7 +596,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             self._slots[env_id].phase = _IDLE
         ids = np.arange(self.num_envs)
         self._start_resets(ids, seed, options)
-        self._wait_in_order(ids)
+        self._pump(lambda: len(self._ready) == self.num_envs)
         obs, _, _, _, infos = self._take(ids)
         return obs, infos
 
@@ -605,7 +605,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._check_open()
         ids = np.arange(self.num_envs)
         self.send(actions, ids)
-        self._wait_in_order(ids)
+        self._pump(lambda: len(self._ready) == self.num_envs)
         return self._take(ids)
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -613,7 +613,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         for slot in self._slots:
             if slot.conn is not None:
                 try:
-                    slot.conn.send_bytes(b"C")
+                    slot.conn.send(b"C")
                 except OSError:
                     pass
         # Give workers a moment to close their envs (e.g. stop a JVM) before killing the groups.
@@ -627,6 +627,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             self._kill(slot)
             slot.phase = _CLOSED
         self._selector.close()
+        for fd in (self._notify_r, self._notify_w):
+            os.close(fd)
         self._ready.clear()
         for name in ("_obs_views", "_final_views", "_action_views"):
             if hasattr(self, name):

@@ -1,15 +1,19 @@
 """The worker process of ``ProcessVectorEnv``: hosts one env, steps it on command.
 
-Started by the parent as ``python -u <this file> <socket fd> <env id>`` (a fresh interpreter: spawn
+Started by the parent as ``python -u <this file> <socket fd> <env id> <parent pid> <pdeathsig>
+<notify fd> <generation>`` (a fresh interpreter: spawn
 semantics, nothing inherited but the socket). Stdout and stderr go to the worker's log file. The
-wire protocol on the Unix socket (``multiprocessing.connection`` length-prefixed frames):
+wire protocol on the Unix socket (``channel.py`` length-prefixed frames):
 
 parent -> worker                                   worker -> parent
   b"I" + pickle(config dict)  build the env          b"K" + pickle((obs_space, act_space, metadata))
-  b"M" + pickle(BridgeLayout), then the buffer fd    b"A"  attached
-       as SCM_RIGHTS ancillary data
-  b"R" + pickle((seed, options, after_fault))        b"D" [+ pickle((info, final_info, has_final))]
+  b"M" + pickle(BridgeLayout), with the buffer fd    b"A"  attached
+       attached as SCM_RIGHTS ancillary data
+  b"R" + pickle((seed, options, after_fault))        b"D" + pickle((info, final_info, has_final))
   b"S"  step the action in shared memory row          b"D" ... (same)
+                                                     or, when there is no info to send, a 4-byte
+                                                     notice (env id, generation) on the shared
+                                                     notification pipe instead
   b"C"  close                                         (exits)
                                                      b"E" + "Type: message": the env raised
 Observations, actions, rewards and flags live in shared memory; only small infos are pickled.
@@ -25,11 +29,11 @@ import os
 import pickle
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
 import traceback
-from multiprocessing.connection import Connection
 from typing import Any
 
 # Parent-death detection: a poll of getppid() (works from any parent thread) plus PR_SET_PDEATHSIG
@@ -37,14 +41,15 @@ from typing import Any
 _WATCHDOG_PERIOD_S = 0.2
 _PR_SET_PDEATHSIG = 1
 ENV_ID_VARIABLE = "MINECLIP_BRIDGE_ENV_ID"
+NOTICE = struct.Struct("<HH")  # (env id, worker generation) of a finished command without info
 
 
-def _load_shm_module() -> Any:
-    """Import the sibling shm.py without importing the ``envs`` package (which may pull in JAX)."""
-    name = "envs.bridge.shm"
+def _load_sibling(module: str) -> Any:
+    """Import a sibling module without importing the ``envs`` package (which may pull in JAX)."""
+    name = f"envs.bridge.{module}"
     if name in sys.modules:
         return sys.modules[name]
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shm.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module}.py")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     # Registered under its real name so pickled layouts resolve to this very module, and a later
@@ -105,10 +110,13 @@ def build_env(factory: Any, kwargs: dict[str, Any]) -> Any:
 
 
 class _Worker:
-    def __init__(self, conn: Connection, sock: socket.socket, env_id: int, shm: Any) -> None:
-        self.conn = conn
-        self.sock = sock
+    def __init__(self, conn: Any, env_id: int, shm: Any, notify_fd: int, generation: int) -> None:
+        self.conn = conn  # a channel.Channel
         self.env_id = env_id
+        # Results without info are announced on the pipe all workers share: one small write
+        # here, and the parent collects many of them with one read.
+        self.notify_fd = notify_fd
+        self.notice = NOTICE.pack(env_id, generation & 0xFFFF)
         self.shm = shm
         self.env: Any = None
         self.max_episode_steps: int | None = None
@@ -120,7 +128,7 @@ class _Worker:
     def serve(self) -> None:
         while True:
             try:
-                message = self.conn.recv_bytes()
+                message = self.conn.recv()
             except (EOFError, OSError):
                 return  # the parent went away
             command = message[:1]
@@ -146,11 +154,11 @@ class _Worker:
             self.env.action_space,
             dict(getattr(self.env, "metadata", {}) or {}),
         )
-        self.conn.send_bytes(b"K" + pickle.dumps(spaces, protocol=pickle.HIGHEST_PROTOCOL))
+        self.conn.send(b"K" + pickle.dumps(spaces, protocol=pickle.HIGHEST_PROTOCOL))
 
     def attach(self, layout: Any) -> None:
-        _, fds, _, _ = socket.recv_fds(self.sock, 1, 1)
-        if not fds:
+        fds = self.conn.take_fds()  # sent along with the layout message
+        if len(fds) != 1:
             raise RuntimeError("expected the shared buffer descriptor after the layout message")
         self.buffer = mmap.mmap(fds[0], layout.nbytes)
         os.close(fds[0])
@@ -159,17 +167,17 @@ class _Worker:
         self.final_views = layout.final_obs.views(self.buffer)
         self.action_views = layout.action.views(self.buffer)
         self.reward, self.terminated, self.truncated = layout.scalar_views(self.buffer)
-        self.conn.send_bytes(b"A")
+        self.conn.send(b"A")
 
     def _write_obs(self, views: list, obs: Any) -> None:
         self.shm.write_row(views, self.layout.obs.structure, self.env_id, obs)
 
     def _reply(self, info: dict, final_info: dict | None, has_final: bool) -> None:
         if not info and not has_final:
-            self.conn.send_bytes(b"D")
+            os.write(self.notify_fd, self.notice)  # < PIPE_BUF bytes: atomic among writers
         else:
             payload = pickle.dumps((info, final_info, has_final), protocol=pickle.HIGHEST_PROTOCOL)
-            self.conn.send_bytes(b"D" + payload)
+            self.conn.send(b"D" + payload)
 
     def reset(self, seed: int | None, options: dict | None, after_fault: bool) -> None:
         obs, info = self.env.reset(seed=seed, options=options)
@@ -218,13 +226,13 @@ class _Worker:
 
 def main(argv: list[str]) -> int:
     fd, env_id, parent_pid, use_pdeathsig = int(argv[1]), int(argv[2]), int(argv[3]), argv[4]
+    notify_fd, generation = int(argv[5]), int(argv[6])
     _arm_parent_death(parent_pid, use_pdeathsig == "1")
     # Lets env factories know which env they are (e.g. to pick a per-instance port or run dir).
     os.environ[ENV_ID_VARIABLE] = str(env_id)
-    sock = socket.socket(fileno=fd)
-    conn = Connection(os.dup(fd))
-    shm = _load_shm_module()
-    worker = _Worker(conn, sock, env_id, shm)
+    conn = _load_sibling("channel").Channel(socket.socket(fileno=fd))
+    shm = _load_sibling("shm")
+    worker = _Worker(conn, env_id, shm, notify_fd, generation)
     print(f"[bridge worker {env_id}] pid {os.getpid()} started", file=sys.stderr, flush=True)
     try:
         worker.serve()
@@ -232,7 +240,7 @@ def main(argv: list[str]) -> int:
         print(traceback.format_exc(), file=sys.stderr, flush=True)  # full traceback: the log
         summary = "".join(traceback.format_exception_only(err)).strip()
         try:
-            conn.send_bytes(b"E" + summary.encode("utf-8", "replace"))
+            conn.send(b"E" + summary.encode("utf-8", "replace"))
         except OSError:
             pass
         return 1
