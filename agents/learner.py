@@ -14,8 +14,8 @@ axis, parameters and optimizer states are replicated, and XLA's partitioner inse
 all-reduce (the loss is a mean over the *global* minibatch, so the update is the same on 1 or N
 devices). `num_envs` must be a multiple of the device count.
 
-Minibatches are sets of whole envs (all `num_steps` steps of each), so the action-smoothing loss
-can compare consecutive steps. Terminated and truncated both stop the GAE bootstrap.
+With the action-smoothing loss on, minibatches are sets of whole envs (all `num_steps` steps of
+each) so the loss can compare consecutive steps; without it, single transitions are shuffled. Terminated and truncated both stop the GAE bootstrap.
 """
 
 from __future__ import annotations
@@ -61,13 +61,16 @@ class JaxEnv:
     task_ids: np.ndarray  # int32 [N]
     num_tasks: int = 1
     task_names: tuple[str, ...] = ("task",)
+    task_conditioned: bool = False  # add obs["task_id"] (int32) for the policy
 
 
 @struct.dataclass
 class RewardHooks:
-    """Optional frozen-feature path (MineCLIP): `featurize(obs_batch) -> obs_batch` adds
-    `rgb_feat` (and drops `rgb`); `init(n) -> rstate`; `step(rstate, obs_batch, done, r_env,
-    info) -> (rstate, reward)` replaces `env.reward_fn` when given."""
+    """Optional frozen-feature path (MineCLIP). `consts` is a replicated pytree (e.g. MineCLIP
+    params and prompt features) passed into every jitted call, not baked into the program.
+    `featurize(consts, obs_batch) -> obs_batch` adds `rgb_feat` / `prompt` (and drops `rgb` /
+    `task_id`); `init(consts, n, task_ids) -> rstate`; `step(consts, rstate, obs_batch, done,
+    r_env, info) -> (rstate, reward)` replaces `env.reward_fn` when given."""
 
     featurize: Callable | None = struct.field(pytree_node=False, default=None)
     init: Callable | None = struct.field(pytree_node=False, default=None)
@@ -139,7 +142,7 @@ class Learner:
     """Holds the jitted functions for one (config, env, network, mesh)."""
 
     def __init__(self, cfg, env: JaxEnv | None, network: nn.Module, mesh: Mesh | None = None,
-                 hooks: RewardHooks | None = None, obs_example: dict | None = None,
+                 hooks: RewardHooks | None = None, consts=None,
                  action_dims: tuple[int, ...] | None = None):  # fmt: skip
         self.cfg = cfg
         self.env = env
@@ -147,6 +150,7 @@ class Learner:
         self.mesh = mesh or make_mesh()
         self.hooks = hooks or RewardHooks()
         self.action_dims = tuple(action_dims or env.action_dims)
+        self.num_tasks = env.num_tasks if env is not None else 1
         n_dev = self.mesh.devices.size
         if cfg.num_envs % n_dev:
             raise ValueError(
@@ -167,18 +171,21 @@ class Learner:
         self.si_tx = optax.chain(
             optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.si_lr, eps=1e-5)
         )
-        self._obs_example = obs_example
+        self.consts = {} if consts is None else consts
         self._jit_cache = {}
 
     # ---------------------------------------------------------------- pieces
     def apply(self, params, obs, prev_action):
         return self.network.apply({"params": params}, obs, prev_action)
 
-    def _featurize(self, obs):
-        return self.hooks.featurize(obs) if self.hooks.featurize is not None else obs
-
-    def _policy_obs_batch(self, raw_obs):
-        return self._featurize(jax.vmap(self.env.policy_obs)(raw_obs))
+    def policy_obs_batch(self, consts, raw_obs, task_id):
+        """Raw env observations `[N, ...]` -> the policy's input dict (features computed once)."""
+        obs = jax.vmap(self.env.policy_obs)(raw_obs)
+        if self.env.task_conditioned:
+            obs["task_id"] = task_id
+        if self.hooks.featurize is not None:
+            obs = self.hooks.featurize(consts, obs)
+        return obs
 
     def init_params(self, key, obs_batch):
         k = len(self.action_dims)
@@ -193,22 +200,27 @@ class Learner:
         raw_obs, env_state = jax.vmap(env.reset, in_axes=(0, 0, None))(
             jax.random.split(k_env, n), env.params, env.static
         )
-        obs = self._policy_obs_batch(raw_obs)
+        task_id = jnp.asarray(env.task_ids, jnp.int32)
+        obs = self.policy_obs_batch(self.consts, raw_obs, task_id)
         params = self.init_params(k_net, obs)
         obs_one = jax.tree.map(lambda x: x[0], obs)
-        rstate = self.hooks.init(n) if self.hooks.init is not None else jnp.zeros((n,))
+        rstate = (
+            self.hooks.init(self.consts, n, env.task_ids)
+            if self.hooks.init is not None
+            else jnp.zeros((n,))
+        )
         return Runner(
             params=params,
             opt_state=self.tx.init(params),
             si_opt_state=self.si_tx.init(params),
-            env_params=env.params,
+            env_params=jax.tree.map(jnp.array, env.params),  # a copy: the runner is donated
             env_state=env_state,
             obs=obs,
             prev_action=jnp.zeros((n, k), jnp.int32),
             ep_return=jnp.zeros((n,), jnp.float32),
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
-            task_id=jnp.asarray(env.task_ids, jnp.int32),
+            task_id=task_id,
             reward_state=rstate,
             si_buffer=si.init_buffer(cfg.si_capacity, cfg.si_max_len, obs_one, k),
             si_store=si.init_store(n, cfg.si_max_len, obs_one, k),
@@ -220,8 +232,17 @@ class Learner:
     def shard(self, runner: Runner) -> Runner:
         return jax.device_put(runner, runner_shardings(runner, self.mesh))
 
+    def init_sharded(self, key) -> Runner:
+        """`init` as one jitted call whose outputs are created already sharded over the mesh."""
+        if "init" not in self._jit_cache:
+            shapes = jax.eval_shape(self.init, key)
+            self._jit_cache["init"] = jax.jit(
+                self.init, out_shardings=runner_shardings(shapes, self.mesh)
+            )
+        return self._jit_cache["init"](key)
+
     # ---------------------------------------------------------------- rollout
-    def rollout(self, runner: Runner):
+    def rollout(self, runner: Runner, consts):
         cfg, env = self.cfg, self.env
         dims = self.action_dims
         n = cfg.num_envs
@@ -236,9 +257,11 @@ class Learner:
                 env.step, in_axes=(0, 0, 0, 0, None)
             )(jax.random.split(k_env, n), r.env_state, env_action, r.env_params, env.static)
             done = term | trunc
-            next_obs = self._policy_obs_batch(raw_obs)
+            next_obs = self.policy_obs_batch(consts, raw_obs, r.task_id)
             if self.hooks.step is not None:
-                rstate, reward = self.hooks.step(r.reward_state, next_obs, done, r_env, info)
+                rstate, reward = self.hooks.step(
+                    consts, r.reward_state, next_obs, done, r_env, info
+                )
             else:
                 rstate, reward = r.reward_state, jax.vmap(env.reward_fn)(r_env, info)
             reward = reward.astype(jnp.float32)
@@ -278,7 +301,7 @@ class Learner:
         return runner, traj, self._episode_metrics(stats, runner.task_id)
 
     def _episode_metrics(self, stats, task_id):
-        nt = self.env.num_tasks if self.env is not None else 1
+        nt = self.num_tasks
         seg = lambda x: jax.ops.segment_sum(  # noqa: E731
             jnp.sum(x.astype(jnp.float32), axis=0), task_id, num_segments=nt
         )
@@ -325,6 +348,10 @@ class Learner:
         adv, ret = losses.gae(
             traj.reward, traj.value, traj.done, last_value, cfg.gamma, cfg.gae_lambda
         )
+        if cfg.smooth_coef == 0:
+            # no temporal term: shuffle single transitions (flatten [T, N] -> [1, T * N])
+            flat = lambda x: x.reshape((1, -1) + x.shape[2:])  # noqa: E731
+            traj, adv, ret = jax.tree.map(flat, (traj, adv, ret))
         n = traj.reward.shape[1]
         mb_size = n // cfg.num_minibatches
         unroll = bool(cfg.unroll)
@@ -356,16 +383,17 @@ class Learner:
         metrics["reward_mean"] = jnp.mean(traj.reward)
         return runner, metrics
 
-    def _iteration(self, runner: Runner):
-        runner, traj, ep = self.rollout(runner)
+    def _iteration(self, runner: Runner, consts):
+        runner, traj, ep = self.rollout(runner, consts)
         runner, metrics = self.ppo_update(runner, traj)
         return runner, {**metrics, **ep}
 
     # ---------------------------------------------------------------- self-imitation
-    def _si_phase(self, runner: Runner):
+    def _si_phase(self, runner: Runner, consts):
+        del consts
         cfg, dims = self.cfg, self.action_dims
         buf = runner.si_buffer
-        nt = self.env.num_tasks if self.env is not None else 1
+        nt = self.num_tasks
 
         def step(carry, k):
             params, opt_state = carry
@@ -407,7 +435,7 @@ class Learner:
         if name not in self._jit_cache:
             rs = runner_shardings(runner, self.mesh)
             rep = NamedSharding(self.mesh, P())
-            in_sh = (rs,) if extra_in is None else (rs, extra_in)
+            in_sh = (rs, rep) if extra_in is None else (rs, extra_in)
             self._jit_cache[name] = jax.jit(
                 fn, in_shardings=in_sh, out_shardings=(rs, rep), donate_argnums=0
             )
@@ -415,15 +443,16 @@ class Learner:
 
     def iteration(self, runner: Runner):
         """Rollout + GAE + PPO update: one jitted, donated call."""
-        return self._jitted("iteration", self._iteration, runner)(runner)
+        return self._jitted("iteration", self._iteration, runner)(runner, self.consts)
 
     def si_phase(self, runner: Runner):
         """`si_steps` behaviour-cloning steps on prioritised buffer samples (compiled once)."""
-        return self._jitted("si", self._si_phase, runner)(runner)
+        return self._jitted("si", self._si_phase, runner)(runner, self.consts)
 
     def update(self, runner: Runner, traj: Transition):
         """The PPO update alone on a given `[T, N]` batch (host-stepped driver, tests)."""
         ts = transition_shardings(traj, self.mesh)
+        traj = jax.device_put(traj, ts)
         return self._jitted("update", self.ppo_update, runner, ts)(runner, traj)
 
 

@@ -1,0 +1,785 @@
+"""`python -m agents.ppo`: PPO + self-imitation on the embedded world (or a JAX CartPole).
+
+    python -m agents.ppo                                   # "hunt a cow", manual dense reward
+    python -m agents.ppo --task "hunt a cow" --reward sparse --total-steps 200000 --out runs/sparse
+    python -m agents.ppo --task "milk a cow,hunt a cow" --num-envs 8      # multi-task (per-env prompts)
+    python -m agents.ppo --task animal_zoo --stages "milk a cow,hunt a cow;shear a sheep,hunt a sheep"
+    python -m agents.ppo --reward mineclip --mineclip-ckpt attn.pth       # the paper's setup
+    python -m agents.ppo --task cartpole --total-steps 500000             # sanity check
+    python -m agents.ppo --out runs/hunt_cow --resume                     # continue a run exactly
+
+The run directory (`--out`) gets `config.json`, orbax checkpoints (params, optimizer states, SI
+buffer, env and RNG state, step), `metrics.jsonl`, TensorBoard events and MP4 episode videos.
+Everything here is importable: `train(cfg)`, `build(cfg)`, `load_policy(run_dir)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents import learner as lrn
+from agents import losses, networks, testing
+
+TASK_GROUPS = {  # fallback when envs.tasks.paper.GROUPS is unavailable
+    "animal_zoo": ("milk_cow", "hunt_cow", "shear_sheep", "hunt_sheep"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """PPO + self-imitation for MineDojo tasks (paper Sec. 4.2, App. F-G).
+
+    Run: python -m agents.ppo --task "hunt a cow" --reward manual --out runs/hunt_cow
+    """
+
+    task: str = "hunt a cow"
+    """task id or prompt, several separated by commas (one per env, round robin), a group (animal_zoo, mob_combat), or cartpole"""
+    reward: Literal["mineclip", "manual", "sparse"] = "manual"
+    """training reward: MineCLIP (needs --mineclip-ckpt), the task's manual dense reward, or success only; success bonus added to all"""
+    mineclip_ckpt: str | None = None
+    """MineCLIP checkpoint (attn.pth / avg.pth / native dir): frozen image features for the policy and, with --reward mineclip, the reward"""
+    mineclip_reward: Literal["direct", "delta"] = "direct"
+    """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
+    success_bonus: float = 10.0
+    """reward added on the step a programmatic task succeeds"""
+    stages: str = ""
+    """multi-stage training: task lists separated by ';' trained in turn (SI buffer kept, policy head reset); overrides --task"""
+    num_envs: int = 8
+    """parallel environments (a multiple of the device count and of --num-minibatches)"""
+    num_steps: int = 64
+    """rollout length per env per update"""
+    total_steps: int = 32_768
+    """env steps per stage"""
+    seed: int = 0
+    """random seed (params, envs, sampling)"""
+    out: str = "runs/ppo"
+    """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos"""
+    resume: bool = False
+    """continue the run in --out from its latest checkpoint (its saved config is used)"""
+    lr: float = 3e-4
+    """Adam learning rate of the PPO phase"""
+    anneal_lr: bool = True
+    """linearly anneal the PPO learning rate to 0"""
+    gamma: float = 0.99
+    """discount"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip_eps: float = 0.2
+    """PPO ratio clip"""
+    vf_clip: float | None = None
+    """value clip range (None: unclipped value loss)"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    vf_coef: float = 0.5
+    """value loss coefficient"""
+    smooth_coef: float = 0.0
+    """action-smoothing KL coefficient (paper App. G.3; 0 disables)"""
+    smooth_window: int = 4
+    """action-smoothing sliding window |W| (steps)"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
+    update_epochs: int = 4
+    """PPO epochs per update"""
+    num_minibatches: int = 4
+    """minibatches per epoch (each a set of whole envs)"""
+    norm_adv: bool = True
+    """normalise advantages per minibatch"""
+    si_every: int = 4
+    """PPO updates between self-imitation phases (0 disables SI)"""
+    si_steps: int = 4
+    """gradient steps per SI phase"""
+    si_batch: int = 4
+    """trajectories per SI gradient step"""
+    si_capacity: int = 32
+    """trajectories kept in the SI buffer"""
+    si_max_len: int = 128
+    """steps kept per SI trajectory (longer episodes keep their first steps)"""
+    si_lr: float = 1e-4
+    """Adam learning rate of the SI phase"""
+    si_unsuccessful_weight: float = 0.5
+    """sampling weight of the best unsuccessful trajectory (successful ones weigh 1)"""
+    si_min_return: float = 0.0
+    """unsuccessful episodes need a return above this to enter the SI buffer"""
+    si_balance_tasks: bool = True
+    """give every task the same SI sampling mass (multi-task replay balancing)"""
+    action_space: Literal["compact", "multidiscrete"] = "compact"
+    """policy head: the paper's 89 compact actions, or MineDojo's first 6 MultiDiscrete components (factorised)"""
+    agent_size: Literal["small", "paper"] = "small"
+    """MineAgent widths: small (fast on CPU) or the paper's (fusion 512, actor 256x3)"""
+    image_size: tuple[int, int] = (48, 64)
+    """embedded world rgb height, width without MineCLIP (MineCLIP forces 160 256)"""
+    world_size: int = 32
+    """embedded world extent in blocks (x and z)"""
+    max_episode_steps: int = 200
+    """embedded world episode limit (steps)"""
+    num_devices: int | None = None
+    """devices in the data-parallel mesh (default: all)"""
+    unroll: bool | None = None
+    """unroll the epoch/minibatch scans (default: on CPU with a CNN, avoiding jax-ml/jax#12868)"""
+    log_every: int = 1
+    """updates between console/TensorBoard logs"""
+    checkpoint_every: int = 20
+    """updates between checkpoints (the last update is always saved)"""
+    video_every: int = 0
+    """updates between MP4 episode videos (0: only at the end; -1: never)"""
+    video_length: int = 100
+    """steps per video"""
+    progress: bool = True
+    """show the console progress bar"""
+
+
+# ----------------------------------------------------------------------------- validation
+class ConfigError(ValueError):
+    """A bad flag; the message names the flag and the fix."""
+
+
+def resolve_tasks(task: str) -> tuple[str, ...]:
+    """`--task` -> tuple of task prompts/ids (group names expanded)."""
+    task = task.strip()
+    if not task:
+        raise ConfigError("--task is empty; give a task id or prompt, e.g. --task 'hunt a cow'")
+    try:
+        from envs.tasks.paper import GROUPS
+    except ImportError:  # pragma: no cover - older envs package
+        GROUPS = TASK_GROUPS
+    if task.lower() in GROUPS:
+        return tuple(GROUPS[task.lower()])
+    return tuple(t.strip() for t in task.split(",") if t.strip())
+
+
+def _task_specs(names):
+    from envs import tasks as envs_tasks
+
+    specs = []
+    for name in names:
+        try:
+            specs.append(envs_tasks.get(name))
+        except KeyError as e:  # UnknownTaskError carries suggestions
+            raise ConfigError(
+                f"unknown task {name!r} for --task: {e}. Use a task id or prompt from "
+                "envs.tasks.list_tasks(backend='voxel'), a group "
+                f"({', '.join(TASK_GROUPS)}), or cartpole"
+            ) from None
+    return specs
+
+
+def validate(cfg: PPOConfig) -> None:
+    """Raise ConfigError for flags that cannot work, before anything is built."""
+    for name in ("num_envs", "num_steps", "total_steps", "update_epochs", "num_minibatches"):
+        if getattr(cfg, name) <= 0:
+            raise ConfigError(
+                f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}"
+            )
+    if cfg.num_envs % cfg.num_minibatches:
+        raise ConfigError(
+            f"--num-envs {cfg.num_envs} must be divisible by --num-minibatches "
+            f"{cfg.num_minibatches} (minibatches are sets of whole envs)"
+        )
+    ndev = cfg.num_devices or len(jax.devices())
+    if ndev > len(jax.devices()):
+        raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")
+    if cfg.num_envs % ndev:
+        raise ConfigError(
+            f"--num-envs {cfg.num_envs} must be a multiple of the {ndev} devices in the mesh "
+            "(or pass --num-devices)"
+        )
+    if cfg.reward == "mineclip" and not cfg.mineclip_ckpt:
+        raise ConfigError("--reward mineclip needs --mineclip-ckpt PATH (attn.pth, avg.pth or a "
+                          "native checkpoint dir); without one use --reward manual or sparse")  # fmt: skip
+    if cfg.mineclip_ckpt and not Path(cfg.mineclip_ckpt).expanduser().exists():
+        raise ConfigError(
+            f"--mineclip-ckpt {cfg.mineclip_ckpt!r} does not exist; download attn.pth from the "
+            "MineCLIP release (or convert one with mineclip_jax.convert) and pass its path"
+        )
+    if cfg.smooth_window < 1:
+        raise ConfigError(f"--smooth-window must be >= 1, got {cfg.smooth_window}")
+    if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):
+        raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
+    stages = stage_tasks(cfg)
+    if any(t == "cartpole" for s in stages for t in s):
+        if any(len(s) > 1 for s in stages) or len(stages) > 1:
+            raise ConfigError("cartpole cannot be mixed with other tasks or stages")
+        if cfg.mineclip_ckpt:
+            raise ConfigError("--mineclip-ckpt needs a task with rgb frames; cartpole has none")
+    else:
+        for s in stages:
+            _task_specs(s)
+
+
+def stage_tasks(cfg: PPOConfig) -> list[tuple[str, ...]]:
+    if cfg.stages.strip():
+        return [resolve_tasks(s) for s in cfg.stages.split(";") if s.strip()]
+    return [resolve_tasks(cfg.task)]
+
+
+# ----------------------------------------------------------------------------- building
+def _cartpole_env(cfg: PPOConfig) -> lrn.JaxEnv:
+    n = cfg.num_envs
+    params = jax.tree.map(
+        lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float32), (n,)), testing.CartPoleParams()
+    )
+    return lrn.JaxEnv(
+        reset=testing.reset,
+        step=testing.step_autoreset,
+        params=params,
+        static=testing.CartPoleStatic(),
+        action_dims=testing.ACTION_DIMS,
+        to_env_action=lambda a: a,
+        policy_obs=lambda o: o,
+        reward_fn=lambda r, info: r,
+        task_ids=np.zeros(n, np.int32),
+        num_tasks=1,
+        task_names=("cartpole",),
+    )
+
+
+def _voxel_policy_obs(obs):
+    """Embedded-world observation -> MineAgent inputs (see agents.networks)."""
+    out = {}
+    if "rgb" in obs:
+        out["rgb"] = obs["rgb"]
+    loc = obs.get("location_stats", {})
+    if "yaw" in loc and "pitch" in loc:
+        yaw = jnp.deg2rad(jnp.asarray(loc["yaw"], jnp.float32).reshape(()))
+        pitch = jnp.deg2rad(jnp.asarray(loc["pitch"], jnp.float32).reshape(()))
+        out["compass"] = jnp.stack([jnp.sin(yaw), jnp.cos(yaw), jnp.sin(pitch), jnp.cos(pitch)])
+    if "pos" in loc:
+        out["gps"] = jnp.asarray(loc["pos"], jnp.float32).reshape(3) / jnp.array(
+            [1000.0, 100.0, 1000.0]
+        )
+    vox = obs.get("voxels")
+    if isinstance(vox, dict) and "block_name" in vox:
+        out["voxels"] = jnp.asarray(vox["block_name"], jnp.int32).reshape(-1)
+    return out
+
+
+def _voxel_env(cfg: PPOConfig, task_names: tuple[str, ...], use_mineclip: bool) -> lrn.JaxEnv:
+    from envs import spaces, voxel
+
+    specs = _task_specs(task_names)
+    h, w = (160, 256) if use_mineclip else tuple(cfg.image_size)
+    static = voxel.VoxelStaticConfig(
+        size_x=cfg.world_size, size_z=cfg.world_size, height=h, width=w, render=True
+    )
+    n = cfg.num_envs
+    task_ids = np.arange(n, dtype=np.int32) % len(specs)
+    pool = None
+    per_task = []
+    for spec in specs:  # one world pool shared by every task
+        p = voxel.make_params(spec, static, seed=cfg.seed, pool=pool,
+                              max_steps=cfg.max_episode_steps)  # fmt: skip
+        pool = p.pool
+        per_task.append(p)
+    params = jax.tree.map(lambda *xs: jnp.stack(xs)[task_ids], *per_task)
+    if cfg.action_space == "compact":
+        table = jnp.asarray(spaces.COMPACT_ACTIONS, jnp.int32)
+        dims = (int(spaces.NUM_COMPACT_ACTIONS),)
+
+        def to_env_action(a):
+            return table[a[0]]
+    else:
+        dims = tuple(int(x) for x in spaces.ACTION_NVEC[:6])
+
+        def to_env_action(a):
+            return jnp.concatenate([a, jnp.zeros((2,), jnp.int32)])
+
+    bonus = cfg.success_bonus
+    if cfg.reward == "manual":
+
+        def reward_fn(r, info):
+            return info["dense_reward"] + bonus * info["success"].astype(jnp.float32)
+    else:  # sparse (mineclip adds its own term through the hooks)
+
+        def reward_fn(r, info):
+            return bonus * info["success"].astype(jnp.float32)
+
+    return lrn.JaxEnv(
+        reset=voxel.reset,
+        step=voxel.step_autoreset,
+        params=params,
+        static=static,
+        action_dims=dims,
+        to_env_action=to_env_action,
+        policy_obs=_voxel_policy_obs,
+        reward_fn=reward_fn,
+        task_ids=task_ids,
+        num_tasks=len(specs),
+        task_names=tuple(s.id for s in specs),
+        task_conditioned=True,
+    )
+
+
+def _mineclip_hooks(cfg: PPOConfig, env: lrn.JaxEnv, prompts: tuple[str, ...]):
+    """Frozen MineCLIP frame features for the policy (+ the MineCLIP reward with --reward mineclip)."""
+    import mineclip_jax as mcj
+    from mineclip_jax import reward as mcr
+
+    mc = mcj.load_checkpoint(os.path.expanduser(cfg.mineclip_ckpt))
+    rew = mcr.MineCLIPReward(mc, goal=list(prompts), kind=cfg.mineclip_reward)
+    goal_text = rew.spec.text_features[rew.spec.goal_prompt]  # [G, D]
+    consts = {"spec": rew.spec, "goal_text": goal_text}
+    module = mc.module
+    use_reward = cfg.reward == "mineclip"
+    base_reward = env.reward_fn
+
+    def featurize(c, obs):
+        obs = dict(obs)
+        rgb = obs.pop("rgb")
+        obs["rgb_feat"] = module.apply({"params": c["spec"].params}, rgb, method="encode_frames")
+        obs["prompt"] = c["goal_text"][obs.pop("task_id")]
+        return obs
+
+    def init(c, n, task_ids):
+        return mcr.init_state(c["spec"], n, np.asarray(task_ids) % len(prompts))
+
+    def step(c, rstate, obs, done, r_env, info):
+        base = jax.vmap(base_reward)(r_env, info)
+        if not use_reward:
+            return rstate, base
+        rstate, r_clip, _ = mcr.reward_step(c["spec"], rstate, obs["rgb_feat"], done)
+        # On a done step the new frame belongs to the next episode: no MineCLIP term.
+        return rstate, base + jnp.where(done, 0.0, r_clip)
+
+    return lrn.RewardHooks(featurize=featurize, init=init, step=step), consts, mc
+
+
+def build_network(cfg: PPOConfig, env: lrn.JaxEnv):
+    if env.task_names == ("cartpole",):
+        return networks.MLPActorCritic(env.action_dims)
+    from envs import spaces
+
+    size = (
+        dict(fusion_dim=512, actor_hidden=256, actor_depth=3, critic_hidden=256, image_dim=512)
+        if cfg.agent_size == "paper"
+        else dict(fusion_dim=256, actor_hidden=128, actor_depth=2, critic_hidden=128,
+                  image_dim=256, cnn_channels=(16, 32), feat_hidden=64)
+    )  # fmt: skip
+    return networks.MineAgent(
+        action_dims=env.action_dims,
+        num_tasks=env.num_tasks,
+        num_block_ids=int(spaces.NUM_BLOCKS),
+        **size,
+    )
+
+
+@dataclasses.dataclass
+class Built:
+    learner: lrn.Learner
+    env: lrn.JaxEnv
+    mineclip: object | None
+
+
+_BUILT: dict = {}
+
+
+def build(cfg: PPOConfig, tasks: tuple[str, ...] | None = None) -> Built:
+    """Env, network, hooks and the jitted learner for one stage.
+
+    Cached per (config, tasks) within the process, ignoring run-directory and logging fields, so
+    a resumed or repeated run in the same process reuses the compiled functions."""
+    tasks = tuple(tasks or stage_tasks(cfg)[0])
+    key = (dataclasses.replace(cfg, out="", resume=False, progress=False, log_every=1,
+                               checkpoint_every=1, video_every=0, video_length=1), tasks)  # fmt: skip
+    if key not in _BUILT:
+        _BUILT[key] = _build(cfg, tasks)
+    return _BUILT[key]
+
+
+def _build(cfg: PPOConfig, tasks: tuple[str, ...]) -> Built:
+    if tasks == ("cartpole",):
+        env = _cartpole_env(cfg)
+        hooks, consts, mc = None, None, None
+    else:
+        use_mc = bool(cfg.mineclip_ckpt)
+        env = _voxel_env(cfg, tasks, use_mc)
+        hooks, consts, mc = (None, None, None)
+        if use_mc:
+            from envs import tasks as envs_tasks
+
+            prompts = tuple(envs_tasks.get(t).prompt for t in tasks)
+            hooks, consts, mc = _mineclip_hooks(cfg, env, prompts)
+    network = build_network(cfg, env)
+    unroll = cfg.unroll
+    if unroll is None:
+        unroll = (
+            jax.default_backend() == "cpu"
+            and not cfg.mineclip_ckpt
+            and env.task_names != ("cartpole",)
+        )
+    lcfg = dataclasses.replace(cfg, unroll=unroll)
+    mesh = lrn.make_mesh(cfg.num_devices)
+    return Built(lrn.Learner(lcfg, env, network, mesh, hooks=hooks, consts=consts), env, mc)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+CONFIG_FILE = "config.json"
+
+
+def _ckpt_manager(run_dir: Path):
+    import orbax.checkpoint as ocp
+
+    return ocp.CheckpointManager(
+        (run_dir / "checkpoints").absolute(),
+        options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True),
+    )
+
+
+def save_checkpoint(mgr, step: int, runner: lrn.Runner, stage: int) -> None:
+    import orbax.checkpoint as ocp
+
+    mgr.save(step, args=ocp.args.Composite(
+        runner=ocp.args.StandardSave(runner),
+        meta=ocp.args.JsonSave({"stage": stage}),
+    ))  # fmt: skip
+    mgr.wait_until_finished()
+
+
+def restore_checkpoint(mgr, like: lrn.Runner, shardings, step: int | None = None):
+    import orbax.checkpoint as ocp
+
+    step = mgr.latest_step() if step is None else step
+    abstract = jax.tree.map(
+        lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), like, shardings
+    )
+    out = mgr.restore(step, args=ocp.args.Composite(
+        runner=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore(),
+    ))  # fmt: skip
+    return out["runner"], out["meta"]
+
+
+def config_to_json(cfg: PPOConfig) -> dict:
+    return dataclasses.asdict(cfg)
+
+
+def config_from_json(d: dict) -> PPOConfig:
+    d = dict(d)
+    if d.get("image_size") is not None:
+        d["image_size"] = tuple(d["image_size"])
+    names = {f.name for f in dataclasses.fields(PPOConfig)}
+    return PPOConfig(**{k: v for k, v in d.items() if k in names})
+
+
+# ----------------------------------------------------------------------------- videos
+def record_video(built: Built, params, key, steps: int) -> np.ndarray | None:
+    """Roll one env for `steps` steps with the current policy; uint8 frames [T, H, W, 3]."""
+    env, L = built.env, built.learner
+    dims = L.action_dims
+    one = jax.tree.map(lambda x: x[:1], env.params)
+    tid = jnp.asarray(env.task_ids[:1])
+
+    @jax.jit
+    def run(params, consts, key):
+        k0, key = jax.random.split(key)
+        raw, state = jax.vmap(env.reset, in_axes=(0, 0, None))(k0[None], one, env.static)
+        if "rgb" not in raw:
+            return None
+
+        def body(carry, k):
+            raw, state, prev = carry
+            obs = L.policy_obs_batch(consts, raw, tid)
+            logits, _ = L.apply(params, obs, prev)
+            ka, ks = jax.random.split(k)
+            a = losses.sample(ka, logits, dims)
+            raw2, state, _, term, trunc, _ = jax.vmap(env.step, in_axes=(0, 0, 0, 0, None))(
+                ks[None], state, jax.vmap(env.to_env_action)(a), one, env.static
+            )
+            prev = jnp.where((term | trunc)[:, None], 0, a)
+            return (raw2, state, prev), raw["rgb"][0]
+
+        prev0 = jnp.zeros((1, len(dims)), jnp.int32)
+        _, frames = jax.lax.scan(body, (raw, state, prev0), jax.random.split(key, steps))
+        return frames
+
+    frames = run(params, L.consts, key)
+    return None if frames is None else np.asarray(frames)
+
+
+def write_mp4(path: Path, frames: np.ndarray, fps: int = 20) -> None:
+    import av
+
+    h, w = frames.shape[1:3]
+    h2, w2 = h - h % 2, w - w % 2
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = w2, h2, "yuv420p"
+        for f in frames:
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(f[:h2, :w2]), format="rgb24")
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+# ----------------------------------------------------------------------------- training
+def _summarise(m, task_names):
+    eps = np.asarray(m["episodes"])
+    out = {k: float(np.mean(v)) for k, v in m.items() if np.ndim(v) == 0}
+    tot = max(float(eps.sum()), 1.0)
+    out["episodes"] = float(eps.sum())
+    if eps.sum() > 0:
+        out["episodic_return"] = float(np.sum(m["return_sum"]) / tot)
+        out["episode_length"] = float(np.sum(m["length_sum"]) / tot)
+        out["success_rate"] = float(np.sum(m["success_sum"]) / tot)
+        if len(task_names) > 1:
+            for i, name in enumerate(task_names):
+                if eps[i] > 0:
+                    out[f"success_rate/{name}"] = float(m["success_sum"][i] / eps[i])
+                    out[f"episodic_return/{name}"] = float(m["return_sum"][i] / eps[i])
+    return out
+
+
+def _accumulate(acc, m):
+    keys = ("episodes", "return_sum", "length_sum", "success_sum")
+    if acc is None:
+        return {k: np.asarray(m[k], np.float64) for k in keys}
+    return {k: acc[k] + np.asarray(m[k]) for k in keys}
+
+
+def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
+    """Train (or resume) a run; returns the final summary. `stop_after_updates` ends the process
+    early as if killed after that many updates (tests of exact resumption)."""
+    run_dir = Path(cfg.out).expanduser()
+    cfg_path = run_dir / CONFIG_FILE
+    if cfg.resume:
+        if not cfg_path.exists():
+            raise ConfigError(
+                f"--resume: no run in {str(run_dir)!r} (no {CONFIG_FILE}); drop --resume to start "
+                "a new run there"
+            )
+        saved = config_from_json(json.loads(cfg_path.read_text()))
+        cfg = dataclasses.replace(saved, out=cfg.out, resume=True, progress=cfg.progress)
+    else:
+        validate(cfg)
+    if (
+        not cfg.resume
+        and (run_dir / "checkpoints").exists()
+        and any((run_dir / "checkpoints").iterdir())
+    ):
+        raise ConfigError(
+            f"--out {str(run_dir)!r} already holds checkpoints; pass --resume to continue it or "
+            "choose a new --out"
+        )
+    validate(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not cfg.resume:
+        cfg_path.write_text(json.dumps(config_to_json(cfg), indent=2) + "\n")
+    mgr = _ckpt_manager(run_dir)
+    writer = _summary_writer(run_dir)
+    stages = stage_tasks(cfg)
+    start_stage, runner, carried_si = 0, None, None
+    if cfg.resume and mgr.latest_step() is not None:
+        meta = mgr.restore(mgr.latest_step(), args=_meta_args())["meta"]
+        start_stage = int(meta["stage"])
+    summary = {}
+    global_updates = 0
+    for stage in range(start_stage, len(stages)):
+        built = build(cfg, stages[stage])
+        L = built.learner
+        fresh = L.init_sharded(jax.random.PRNGKey(cfg.seed + 1000 * stage))
+        shardings = lrn.runner_shardings(fresh, L.mesh)
+        if cfg.resume and runner is None and mgr.latest_step() is not None:
+            runner, _ = restore_checkpoint(mgr, fresh, shardings)
+            del fresh
+        else:
+            runner = fresh
+            if carried_si is not None:  # multi-stage: keep SI buffer, reset the policy head
+                runner = L.shard(_next_stage(runner, carried_si, L))
+        summary = _train_stage(cfg, built, runner, mgr, writer, stage, run_dir, stop_after_updates,
+                               global_updates)  # fmt: skip
+        runner = summary.pop("runner")
+        if summary.get("stopped"):
+            break
+        global_updates = summary["updates_total"]
+        carried_si = (jax.device_get(runner.si_buffer), jax.device_get(runner.params))
+    writer.close()
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return {**summary, "runner": runner}
+
+
+def _meta_args():
+    import orbax.checkpoint as ocp
+
+    return ocp.args.Composite(meta=ocp.args.JsonRestore())
+
+
+def _next_stage(runner: lrn.Runner, carried, L: lrn.Learner) -> lrn.Runner:
+    si_buf, old_params = carried
+    params = networks.reset_policy_head(old_params, runner.params)
+    if jax.tree.structure(si_buf) == jax.tree.structure(runner.si_buffer) and all(
+        a.shape == b.shape
+        for a, b in zip(jax.tree.leaves(si_buf), jax.tree.leaves(runner.si_buffer))
+    ):
+        # task ids are per stage; keep the trajectories, mark them as one extra "old" task 0
+        runner = runner.replace(si_buffer=si_buf)
+    return runner.replace(params=params, opt_state=L.tx.init(params),
+                          si_opt_state=L.si_tx.init(params))  # fmt: skip
+
+
+def _summary_writer(run_dir: Path):
+    from tensorboardX import SummaryWriter
+
+    return SummaryWriter(str(run_dir / "tb"))
+
+
+def _train_stage(cfg, built: Built, runner, mgr, writer, stage, run_dir, stop_after, base):
+    from tqdm import tqdm
+
+    L, env = built.learner, built.env
+    num_updates = L.num_updates
+    first = int(jax.device_get(runner.update_step))
+    steps_per_update = cfg.num_envs * cfg.num_steps
+    bar = tqdm(total=num_updates, initial=first, disable=not cfg.progress,
+               desc=f"stage {stage} {','.join(env.task_names)}"[:60], dynamic_ncols=True)  # fmt: skip
+    metrics_f = open(run_dir / "metrics.jsonl", "a")
+    acc, summary, t_last, u_last = None, {}, time.time(), first
+    videos = run_dir / "videos"
+    update = first
+    try:
+        for update in range(first, num_updates):
+            runner, m = L.iteration(runner)
+            if cfg.si_every > 0 and (update + 1) % cfg.si_every == 0:
+                runner, msi = L.si_phase(runner)
+                m = {**m, **msi}
+            m = jax.device_get(m)
+            acc = _accumulate(acc, m)
+            done_updates = update + 1
+            if done_updates % cfg.log_every == 0 or done_updates == num_updates:
+                now = time.time()
+                dt = max(now - t_last, 1e-9)
+                s = _summarise({**m, **acc}, env.task_names)
+                s["sps"] = (done_updates - u_last) * steps_per_update / dt
+                s["updates_per_s"] = (done_updates - u_last) / dt
+                step = (base + done_updates) * steps_per_update
+                s.update(env_steps=step, update=base + done_updates, stage=stage)
+                for k, v in s.items():
+                    writer.add_scalar(k if "/" in k else f"charts/{k}", v, step)
+                metrics_f.write(json.dumps(s) + "\n")
+                metrics_f.flush()
+                post = {"sps": f"{s['sps']:.0f}", "ups": f"{s['updates_per_s']:.2f}"}
+                if "episodic_return" in s:
+                    post["ret"] = f"{s['episodic_return']:.2f}"
+                    post["succ"] = f"{s['success_rate']:.2f}"
+                    for name in env.task_names if len(env.task_names) > 1 else ():
+                        if f"success_rate/{name}" in s:
+                            post[name[:12]] = f"{s[f'success_rate/{name}']:.2f}"
+                bar.set_postfix(post)
+                summary, acc, t_last, u_last = s, None, now, done_updates
+            bar.update(1)
+            last = done_updates == num_updates
+            stopping = stop_after is not None and done_updates >= stop_after
+            if done_updates % cfg.checkpoint_every == 0 or last or stopping:
+                save_checkpoint(mgr, base + done_updates, runner, stage)
+            if cfg.video_every >= 0 and (
+                (cfg.video_every > 0 and done_updates % cfg.video_every == 0) or last
+            ):
+                frames = record_video(built, runner.params, jax.random.PRNGKey(done_updates),
+                                      cfg.video_length)  # fmt: skip
+                if frames is not None:
+                    videos.mkdir(exist_ok=True)
+                    write_mp4(videos / f"stage{stage}_update{done_updates:06d}.mp4", frames)
+            if stopping and not last:
+                summary["stopped"] = True
+                break
+    finally:
+        bar.close()
+        metrics_f.close()
+    summary["runner"] = runner
+    summary["updates_total"] = base + update + 1
+    return summary
+
+
+# ----------------------------------------------------------------------------- evaluation API
+def load_policy(run_dir: str | os.PathLike, step: int | None = None):
+    """A trained run -> (policy_fn, info).
+
+    `policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False)` maps a batch
+    of raw env observations (the dict the env returns, leading axis B) to env actions (int32
+    `[B, 8]` MultiDiscrete for the embedded world / MineDojo, `[B, 1]` for cartpole).
+    `prev_action` is the previous *policy* action `[B, K]` (zeros at episode start; returned in
+    `info` as `info["last_policy_action"]` after each call for convenience); `task_id` `[B]`
+    indexes `info["task_names"]` (default 0).
+    """
+    run_dir = Path(run_dir).expanduser()
+    cfg_path = run_dir / CONFIG_FILE
+    if not cfg_path.exists():
+        raise FileNotFoundError(
+            f"no trained run in {str(run_dir)!r} ({CONFIG_FILE} missing); train one with "
+            f"python -m agents.ppo --out {run_dir}"
+        )
+    cfg = config_from_json(json.loads(cfg_path.read_text()))
+    mgr = _ckpt_manager(run_dir)
+    if mgr.latest_step() is None:
+        raise FileNotFoundError(
+            f"run {str(run_dir)!r} has no checkpoint yet; train longer or check --out"
+        )
+    meta = mgr.restore(step or mgr.latest_step(), args=_meta_args())["meta"]
+    stages = stage_tasks(cfg)
+    built = build(cfg, stages[int(meta["stage"])])
+    L, env = built.learner, built.env
+    like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
+    runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
+    params = runner.params
+    dims = L.action_dims
+    info = {
+        "config": config_to_json(cfg),
+        "task_names": env.task_names,
+        "action_dims": dims,
+        "env_steps": int(runner.env_steps),
+        "update": int(runner.update_step),
+        "last_policy_action": None,
+    }
+
+    @jax.jit
+    def _act(params, consts, key, obs, prev, task_id, deterministic):
+        pobs = L.policy_obs_batch(consts, obs, task_id)
+        logits, _ = L.apply(params, pobs, prev)
+        a = jnp.where(deterministic, losses.mode(logits, dims), losses.sample(key, logits, dims))
+        return jax.vmap(env.to_env_action)(a), a
+
+    def policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False):
+        obs = jax.tree.map(jnp.asarray, obs_batch)
+        b = jax.tree.leaves(obs)[0].shape[0]
+        prev = (
+            jnp.zeros((b, len(dims)), jnp.int32)
+            if prev_action is None
+            else jnp.asarray(prev_action, jnp.int32)
+        )
+        tid = jnp.zeros((b,), jnp.int32) if task_id is None else jnp.asarray(task_id, jnp.int32)
+        env_a, a = _act(params, L.consts, key, obs, prev, tid, jnp.asarray(deterministic))
+        info["last_policy_action"] = np.asarray(a)
+        return np.asarray(env_a)
+
+    return policy_fn, info
+
+
+def main(argv=None) -> None:
+    import sys
+
+    import tyro
+
+    cfg = tyro.cli(PPOConfig, args=argv)
+    try:
+        s = train(cfg)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    keys = ("env_steps", "episodic_return", "success_rate", "sps")
+    print(json.dumps({k: s[k] for k in keys if k in s}))
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["PPOConfig", "ConfigError", "build", "train", "load_policy", "validate", "main"]
+_ = math  # keep the import for callers computing budgets

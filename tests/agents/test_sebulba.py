@@ -1,0 +1,41 @@
+"""The host-stepped driver on a Gymnasium CartPole vector env (NEXT_STEP autoreset)."""
+
+import dataclasses
+
+import gymnasium as gym
+import jax
+import numpy as np
+
+from agents import networks, sebulba
+from tests.agents.test_learner import TINY
+
+
+def test_host_driver_masks_next_step_resets_and_learns_something():
+    cfg = dataclasses.replace(TINY, num_envs=4, num_steps=32, si_every=1, num_minibatches=2)
+    env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    driver = sebulba.HostDriver(
+        cfg, env, networks.MLPActorCritic((2,)), action_dims=(2,),
+        policy_obs=lambda o: {"state": o}, to_env_action=lambda a: a[:, 0],
+        success_fn=lambda info, n: np.zeros(n, bool),
+    )  # fmt: skip
+    runner = driver.init(jax.random.PRNGKey(0))
+    p0 = jax.device_get(runner.params)
+    runner, traj, stats = driver.rollout(runner)
+    done = np.asarray(traj.done)
+    mask = np.asarray(traj.mask)
+    # every episode end (but one at the last step) is followed by exactly one ignored step
+    assert stats["episodes"][0] == done.sum() > 0
+    np.testing.assert_array_equal(mask[1:] == 0, done[:-1])
+    assert (np.asarray(traj.reward)[mask == 0] == 0).all()
+    # ignored steps do not count toward episode lengths: CartPole returns equal lengths
+    np.testing.assert_allclose(stats["return_sum"], stats["length_sum"])
+    runner, m = driver.learner.update(runner, traj)
+    runner, msi = driver.learner.si_phase(runner)
+    assert int(msi["si_size"]) > 0
+    moved = [
+        not np.allclose(a, b) for a, b in zip(jax.tree.leaves(p0), jax.tree.leaves(runner.params))
+    ]
+    assert any(moved)
+    runner, metrics = driver.iteration(runner)
+    assert np.isfinite(metrics["pg_loss"]) and int(runner.update_step) == 2
