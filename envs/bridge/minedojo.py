@@ -112,6 +112,10 @@ class MineDojoConfig:
 def _task_spec(task: str | TaskSpec) -> TaskSpec:
     if isinstance(task, TaskSpec):
         return task
+    import envs
+
+    if hasattr(envs, "resolve_task"):  # paper task ids/prompts as well as the catalogue
+        return envs.resolve_task(task)
     from envs import tasks
 
     return tasks.get(task)
