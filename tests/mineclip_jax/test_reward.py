@@ -252,3 +252,40 @@ def test_trajectory_and_step_frames_match_step(handle, clip_frames, clip_feature
     s, r0, _, feats = r.step_frames(s, clip_frames[:, 0], np.array([True, True]))
     np.testing.assert_allclose(np.asarray(feats), clip_features[:, 0], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(np.asarray(r0), 0.0)  # Delta is 0 on the first step
+
+
+# ------------------------------------------------------------------------------ the demo
+def test_demo_scores_clip_and_reads_video(handle, tmp_path):
+    import av
+
+    from mineclip_jax import demo
+
+    frames = demo.procedural_clip()
+    assert frames.shape == (16, 160, 256, 3) and frames.dtype == np.uint8
+    prompts = ("hunt a cow", "dig a hole", "find an ocean")
+    scores = demo.score_clip(handle, frames, prompts)
+    video = handle.encode_video(frames[None])
+    logits = np.asarray(handle.logits(video, handle.encode_text(list(prompts))))[0]
+    np.testing.assert_allclose(scores["logits"], logits, rtol=1e-5)
+    np.testing.assert_allclose(scores["probs"].sum(), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(scores["direct"], np.maximum(scores["probs"] - 1 / 3, 0), atol=1e-7)
+    table = demo.format_table(prompts, scores)
+    assert all(p in table for p in prompts)
+    # A real encoded video: 2 s at 10 fps, frame i filled with value 10 * i.
+    path = tmp_path / "clip.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 128, 80, "yuv420p"
+        for i in range(20):
+            img = np.full((80, 128, 3), 10 * i, np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    clip = demo.read_video_clip(path, start_s=0.4, duration_s=1.6)
+    assert clip.shape == (16, 160, 256, 3)
+    # Frames are picked in time order: brightness grows from ~frame 4 to ~frame 19.
+    means = clip.reshape(16, -1).mean(1)
+    assert np.all(np.diff(means) >= -2) and 35 < means[0] < 60 and means[-1] > 170
+    with pytest.raises(ValueError, match="no frames"):
+        demo.read_video_clip(path, start_s=50.0, duration_s=1.0)
