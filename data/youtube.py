@@ -26,7 +26,7 @@ import tyro
 
 from data import tfds_io, tokens
 from data.clip_sampler import ClipSamplerConfig, sample_clips
-from data.transcripts import TranscriptError, find_transcript, load_transcript
+from data.transcripts import find_transcript, load_transcript
 from data.video import VideoDecodeError, decode_frames, find_video, video_duration
 
 
@@ -124,7 +124,7 @@ def video_examples(
         return []
     try:
         transcript = load_transcript(transcript_path)
-    except (TranscriptError, OSError, UnicodeDecodeError) as e:
+    except (ValueError, OSError, UnicodeDecodeError) as e:  # TranscriptError is a ValueError
         report.bad_transcripts.append(video_id)
         report.problems[video_id] = f"bad transcript: {e}"
         return []

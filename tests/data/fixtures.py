@@ -79,7 +79,8 @@ def write_json_transcript(path: str, text: str = SPEECH, seconds: float = 24.0) 
 
 
 def write_youtube_inputs(root: str) -> dict[str, str]:
-    """Metadata for 5 videos: 3 good (2 VTT, 1 JSON), 1 corrupt file, 1 missing file."""
+    """Metadata for 6 videos: 3 good (2 VTT, 1 JSON), 1 corrupt file, 1 missing file and 1
+    with a malformed transcript."""
     videos, transcripts = os.path.join(root, "videos"), os.path.join(root, "transcripts")
     os.makedirs(videos), os.makedirs(transcripts)
     for vid in ("good_a", "good_b"):
@@ -91,9 +92,12 @@ def write_youtube_inputs(root: str) -> dict[str, str]:
         f.write(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 8)  # header, then garbage
     write_vtt(os.path.join(transcripts, "corrupt.vtt"))
     write_vtt(os.path.join(transcripts, "missing.vtt"))
+    write_fixture_video(os.path.join(videos, "bad_transcript.mp4"), seconds=1.0)
+    with open(os.path.join(transcripts, "bad_transcript.json"), "w") as f:
+        json.dump([{"text": "a cow", "start": "soon", "end": 3}], f)  # start is not a number
     metadata = [
         {"id": vid, "title": f"video {vid}", "link": f"https://youtu.be/{vid}", "duration": 24}
-        for vid in ("good_a", "good_b", "good_c", "corrupt", "missing")
+        for vid in ("good_a", "good_b", "good_c", "corrupt", "missing", "bad_transcript")
     ]
     meta_path = os.path.join(root, "youtube.json")
     with open(meta_path, "w") as f:

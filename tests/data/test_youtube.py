@@ -28,7 +28,8 @@ def built(tmp_path_factory):
 
 def test_report_counts_missing_and_corrupt_videos(built):
     config, report = built
-    assert report.videos_in_metadata == 5 and report.videos_used == 3
+    assert report.videos_in_metadata == 6 and report.videos_used == 3
+    assert report.bad_transcripts == ["bad_transcript"]
     assert report.missing_videos == ["missing"] and report.corrupt_videos == ["corrupt"]
     assert "corrupt video" in report.problems["corrupt"]
     assert report.clips["train"] + report.clips["test"] == 9  # 3 good videos x 3 clips
