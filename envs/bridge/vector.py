@@ -109,8 +109,6 @@ class _Result:
     info: dict[str, Any]
     final_obs: Any = None
     final_info: dict[str, Any] | None = None
-    fault: str | None = None
-    from_step: bool = True
 
 
 @dataclasses.dataclass
@@ -205,6 +203,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self.log_dir = log_dir or tempfile.mkdtemp(prefix="bridge-logs-")
         os.makedirs(self.log_dir, exist_ok=True)
         self._base_seed: int | None = None
+        self._failure: WorkerFailedError | None = None
         self._selector = selectors.DefaultSelector()
         # All workers announce info-less results on one pipe (see worker.py): the parent wakes
         # once and reads many results with one syscall.
@@ -350,12 +349,13 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         slot.faults.append(reason)
         if slot.consecutive_failures > self.max_restarts:
             slot.phase = _CLOSED
-            raise WorkerFailedError(
+            self._failure = WorkerFailedError(
                 slot.env_id,
                 f"failed {slot.consecutive_failures} times in a row; last: {reason}",
                 slot.log_path,
                 _log_tail(slot.log_path),
             )
+            raise self._failure
         with open(slot.log_path, "ab") as log:
             log.write(f"=== bridge: {reason}; restarting ===\n".encode())
         slot.restarts += 1
@@ -433,9 +433,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             if owed == "step":  # the episode the fault interrupted ends here, truncated
                 i = slot.env_id
                 self._reward[i], self._terminated[i], self._truncated[i] = 0.0, False, True
-        self._ready[slot.env_id] = _Result(
-            slot.env_id, info, final_obs, final_info, fault, from_step=owed != "reset"
-        )
+        self._ready[slot.env_id] = _Result(slot.env_id, info, final_obs, final_info)
         slot.faults = []
         slot.owed = None
         slot.phase = _READY
@@ -509,6 +507,11 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
     def _check_open(self) -> None:
         if self.closed:
             raise RuntimeError("this ProcessVectorEnv is closed")
+        if self._failure is not None:
+            raise RuntimeError(
+                f"this ProcessVectorEnv gave up on env {self._failure.env_id} "
+                f"({self._failure.reason}); close() it and build a new one"
+            ) from self._failure
 
     def _normalize_ids(self, env_ids: Sequence[int] | np.ndarray | None) -> np.ndarray:
         if env_ids is None:

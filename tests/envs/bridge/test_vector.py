@@ -246,6 +246,8 @@ def test_reset_crash_once_recovers_but_crashing_always_gives_up_with_log(tmp_pat
         try:
             bad.reset()
         finally:
+            with pytest.raises(RuntimeError, match="gave up on env 0"):
+                bad.step(np.zeros(2, np.int64))  # unusable, and says why
             bad.close()
     err = caught.value
     assert err.env_id == 0 and "failed 3 times in a row" in str(err)
