@@ -171,6 +171,7 @@ class TaskSpec:
     nav_scale: float = 0.1  # dense reward: per block of progress toward the target
     attack_bonus: float = 1.0  # dense reward: per valid attack on a target
     step_penalty: float = 0.0  # dense reward: per step
+    end_on_any_kill: bool = False  # episode ends when any mob is killed (paper's Animal-Zoo hunts)
 
     def __post_init__(self):
         if self.category not in CATEGORIES:

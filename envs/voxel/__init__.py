@@ -1,0 +1,47 @@
+"""The embedded first-person voxel world, pure JAX (see ``envs.voxel.env`` for the API)."""
+
+from envs.voxel.env import (
+    look_vector,
+    make_params,
+    observe,
+    render_state,
+    reset,
+    scene,
+    step,
+    step_autoreset,
+)
+from envs.voxel.state import (
+    Inventory,
+    Mobs,
+    Player,
+    VoxelParams,
+    VoxelState,
+    VoxelStaticConfig,
+    WorldPool,
+)
+from envs.voxel.support import can_run
+from envs.voxel.tables import BLOCK_NAMES, MOB_NAMES
+from envs.voxel.worldgen import generate_pool, generate_world
+
+__all__ = [
+    "BLOCK_NAMES",
+    "MOB_NAMES",
+    "Inventory",
+    "Mobs",
+    "Player",
+    "VoxelParams",
+    "VoxelState",
+    "VoxelStaticConfig",
+    "WorldPool",
+    "can_run",
+    "generate_pool",
+    "generate_world",
+    "look_vector",
+    "make_params",
+    "observe",
+    "render_state",
+    "reset",
+    "scene",
+    "step",
+    "step_autoreset",
+]

@@ -1,0 +1,215 @@
+"""Gymnasium front ends of the embedded world: ``VoxelEnv`` and ``VoxelVectorEnv``.
+
+Both hold the functional world (``envs.voxel.env``) and call shared jitted functions, so any
+number of instances with the same ``VoxelStaticConfig`` compile once. ``VoxelVectorEnv`` steps
+all envs in one jitted, vmapped call (no subprocesses) and auto-resets finished envs in the same
+step (Gymnasium's ``AutoresetMode.SAME_STEP``): the returned observation of a finished env is the
+first of its next episode, and ``infos["final_obs"]`` / ``infos["final_info"]`` hold the last
+observation and info of the finished episode (masked by ``infos["_final_obs"]``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs import spaces
+from envs.tasks.spec import TaskSpec
+from envs.voxel import env as E
+from envs.voxel.state import VoxelParams, VoxelStaticConfig
+
+
+@functools.partial(jax.jit, static_argnames="static")
+def _reset(key, params, static):
+    return E.reset(key, params, static)
+
+
+@functools.partial(jax.jit, static_argnames="static")
+def _step(key, state, action, params, static):
+    return E.step(key, state, action, params, static)
+
+
+@functools.partial(jax.jit, static_argnames="static")
+def _reset_batch(keys, params, static):
+    return jax.vmap(E.reset, in_axes=(0, None, None))(keys, params, static)
+
+
+@functools.partial(jax.jit, static_argnames="static", donate_argnums=(1,))
+def _step_batch(keys, states, actions, params, static):
+    """Step all envs; reset the finished ones only when some env finished (one lax.cond)."""
+    obs, states, rew, term, trunc, info = jax.vmap(E.step, in_axes=(0, 0, 0, None, None))(
+        keys, states, actions, params, static
+    )
+    done = term | trunc
+    final_obs = obs
+
+    def do_reset(args):
+        obs, states = args
+        reset_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+        obs_r, states_r = jax.vmap(E.reset, in_axes=(0, None, None))(reset_keys, params, static)
+
+        def pick(a, b):
+            mask = done.reshape(done.shape + (1,) * (a.ndim - 1))
+            return jnp.where(mask, a, b)
+
+        return jax.tree.map(pick, obs_r, obs), jax.tree.map(pick, states_r, states)
+
+    obs, states = jax.lax.cond(jnp.any(done), do_reset, lambda a: a, (obs, states))
+    return obs, states, rew, term, trunc, info, final_obs
+
+
+def _to_numpy(tree):
+    return jax.tree.map(np.asarray, jax.device_get(tree))
+
+
+def _signals_info(info) -> dict:
+    """Flatten the info dict for Gymnasium (signals become a dict of arrays)."""
+    sig = info["signals"]
+    return {
+        "success": info["success"],
+        "dead": info["dead"],
+        "dense_reward": info["dense_reward"],
+        "signals": {k: getattr(sig, k) for k in sig.__dataclass_fields__},
+    }
+
+
+class VoxelEnv(gym.Env):
+    """One embedded world as a Gymnasium env (MultiDiscrete MineDojo actions)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        static: VoxelStaticConfig | None = None,
+        params: VoxelParams | None = None,
+        seed: int = 0,
+        render_mode: str | None = None,
+    ):
+        self.spec_task = task
+        self.static = static or VoxelStaticConfig()
+        self.params = params if params is not None else E.make_params(task, self.static, seed=seed)
+        self.observation_space = spaces.observation_space(
+            self.static.height, self.static.width, rgb=self.static.render,
+            voxel_size=self.static.voxel_size,
+        )  # fmt: skip
+        self.action_space = spaces.ACTION_SPACE
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
+        self._key = jax.random.key(seed)
+        self._state = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._key = jax.random.key(seed)
+        self._key, k = jax.random.split(self._key)
+        obs, self._state = _reset(k, self.params, self.static)
+        return _to_numpy(obs), {}
+
+    def step(self, action):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        action = np.asarray(action)
+        if action.shape != (8,):
+            raise ValueError(
+                f"action must be MineDojo's MultiDiscrete vector of shape (8,), got {action.shape}"
+            )
+        self._key, k = jax.random.split(self._key)
+        obs, self._state, rew, term, trunc, info = _step(
+            k, self._state, jnp.asarray(action, jnp.int32), self.params, self.static
+        )
+        return (
+            _to_numpy(obs),
+            float(rew),
+            bool(term),
+            bool(trunc),
+            _to_numpy(_signals_info(info)),
+        )
+
+    @property
+    def state(self):
+        """The functional world state (a ``VoxelState`` pytree)."""
+        return self._state
+
+    def render(self):
+        if self.render_mode != "rgb_array" or self._state is None:
+            return None
+        return np.asarray(
+            jax.jit(E.render_state, static_argnames="static")(self._state, self.static)
+        )
+
+
+class VoxelVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` embedded worlds stepped by one jitted, vmapped call (same-step autoreset)."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        num_envs: int,
+        static: VoxelStaticConfig | None = None,
+        params: VoxelParams | None = None,
+        seed: int = 0,
+    ):
+        if num_envs <= 0:
+            raise ValueError(f"num_envs must be positive, got {num_envs}")
+        self.spec_task = task
+        self.num_envs = num_envs
+        self.static = static or VoxelStaticConfig()
+        self.params = params if params is not None else E.make_params(task, self.static, seed=seed)
+        self.single_observation_space = spaces.observation_space(
+            self.static.height, self.static.width, rgb=self.static.render,
+            voxel_size=self.static.voxel_size,
+        )  # fmt: skip
+        self.single_action_space = spaces.ACTION_SPACE
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self._key = jax.random.key(seed)
+        self._states = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None:
+            self._key = jax.random.key(seed)
+        self._key, k = jax.random.split(self._key)
+        obs, self._states = _reset_batch(
+            jax.random.split(k, self.num_envs), self.params, self.static
+        )
+        return _to_numpy(obs), {}
+
+    def step(self, actions):
+        if self._states is None:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs, 8):
+            raise ValueError(f"actions must have shape ({self.num_envs}, 8), got {actions.shape}")
+        self._key, k = jax.random.split(self._key)
+        keys = jax.random.split(k, self.num_envs)
+        obs, self._states, rew, term, trunc, info, final_obs = _step_batch(
+            keys, self._states, jnp.asarray(actions, jnp.int32), self.params, self.static
+        )
+        rew, term, trunc = np.asarray(rew), np.asarray(term), np.asarray(trunc)
+        infos = _to_numpy(_signals_info(info))
+        done = term | trunc
+        if done.any():
+            infos["final_obs"] = _to_numpy(final_obs)
+            infos["_final_obs"] = done
+            infos["final_info"] = {
+                k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")
+            }
+            infos["_final_info"] = done
+        return _to_numpy(obs), rew, term, trunc, infos
+
+    @property
+    def states(self):
+        """The batched functional world state."""
+        return self._states
