@@ -50,6 +50,7 @@ class EvaluateConfig:
     mineclip_checkpoint: str | None = None  # Creative judge: attn.pth, avg.pth or a native dir
     human_labels: Path | None = None  # Creative: CSV task_id,episode,label (1/0) for the F1
     creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
+    env_options: tuple[str, ...] = ()  # backend options key=value, e.g. jar=/path/Malmo.jar
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,6 +68,21 @@ class EpisodeRecord:
     length: int
     frames: np.ndarray | None = None  # uint8 [T, H, W, 3] when recorded
     features: np.ndarray | None = None  # f32 [T, D] MineCLIP frame features when requested
+
+
+def parse_env_options(options: Sequence[str]) -> dict[str, Any]:
+    """``["jar=/x.jar", "world_pool_size=4", "render=false"]`` -> keyword arguments (YAML scalars)."""
+    import yaml
+
+    kwargs: dict[str, Any] = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(
+                f"env option {option!r} must look like key=value (e.g. jar=/path/MalmoMod.jar)"
+            )
+        kwargs[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+    return kwargs
 
 
 def episode_quotas(episodes: int, num_envs: int) -> list[int]:
@@ -438,7 +454,9 @@ def evaluate_task(
     if cfg.max_steps is not None:
         spec = dataclasses.replace(spec, max_steps=cfg.max_steps)
     num_envs = min(cfg.num_envs, cfg.episodes)
-    env = envs.make_vector(spec, num_envs, backend=cfg.backend)
+    env = envs.make_vector(
+        spec, num_envs, backend=cfg.backend, **parse_env_options(cfg.env_options)
+    )
     try:
         policy = policy_for(env, spec, seed)
         records = run_episodes(
