@@ -203,7 +203,7 @@ def fetch_missing_posts(config: RedditBuildConfig, ids: list[str], report: Reddi
         report.posts_fetched += 1
 
 
-class MinedojoReddit(tfds_io.LocalBuilder):
+class MinedojoReddit(tfds_io.LocalBuilder, skip_registration=True):
     """MineDojo r/Minecraft posts with threaded comments."""
 
     VERSION = tfds.core.Version("1.0.0")

@@ -508,6 +508,10 @@ def simulate(config: SyntheticConfig, clips: list[dict]) -> list[tuple[np.ndarra
     return out
 
 
+class SyntheticClips(tfds_io.ClipDataset, skip_registration=True):
+    """Captioned 16-frame clips of scripted behaviours in the embedded world."""
+
+
 def build(config: SyntheticConfig) -> dict:
     """Simulate, caption and write the dataset; returns a summary (also in build_report.json)."""
     tfds_io.prepare_output_dir(config.out, config.overwrite)  # fail before simulating
@@ -545,6 +549,7 @@ def build(config: SyntheticConfig) -> dict:
         },
         description=__doc__,
         overwrite=config.overwrite,
+        builder_class=SyntheticClips,
     )
     summary["config"] = dataclasses.asdict(config)
     with open(os.path.join(config.out, "build_report.json"), "w") as f:

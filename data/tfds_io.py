@@ -120,7 +120,7 @@ def load_split(data_dir: str | os.PathLike, split: str):
     return sources[split]
 
 
-class ClipDataset(LocalBuilder):
+class ClipDataset(LocalBuilder, skip_registration=True):
     """Contract clips from in-memory or generated examples (tests, custom pipelines)."""
 
     VERSION = tfds.core.Version("1.0.0")
@@ -145,15 +145,20 @@ class ClipDataset(LocalBuilder):
 
 
 def write_clip_dataset(
-    out_dir: str | os.PathLike, split_examples, description: str = "", overwrite: bool = False
+    out_dir: str | os.PathLike,
+    split_examples,
+    description: str = "",
+    overwrite: bool = False,
+    builder_class: type[ClipDataset] = ClipDataset,
 ) -> str:
     """Write contract examples as a TFDS dataset directory.
 
     `split_examples` maps a split name to a zero-argument callable that yields `(key, example)`
     pairs (keys unique within the split), so examples are produced lazily while writing.
+    `builder_class` (a `ClipDataset` subclass) names the dataset in its files.
     """
     return build_into(
-        lambda data_dir: ClipDataset(
+        lambda data_dir: builder_class(
             split_examples=split_examples, description=description, data_dir=data_dir
         ),
         out_dir,

@@ -245,7 +245,7 @@ def find_pages(root: str) -> list[str]:
     )
 
 
-class MinedojoWiki(tfds_io.LocalBuilder):
+class MinedojoWiki(tfds_io.LocalBuilder, skip_registration=True):
     """MineDojo Wiki pages: text, tables, images, sprites with bounding boxes, and screenshots."""
 
     VERSION = tfds.core.Version("1.0.0")

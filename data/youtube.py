@@ -160,7 +160,7 @@ def video_examples(
     ]
 
 
-class MinedojoYoutubeClips(tfds_io.LocalBuilder):
+class MinedojoYoutubeClips(tfds_io.LocalBuilder, skip_registration=True):
     """MineCLIP training clips from MineDojo YouTube videos (appendix E.1 sampling)."""
 
     VERSION = tfds.core.Version("1.0.0")
