@@ -51,9 +51,17 @@ class Channel:
         buf = self._buffer
         return len(buf) >= 4 and len(buf) >= 4 + _HEADER.unpack_from(buf)[0]
 
-    def fill(self) -> None:
-        """One blocking read of whatever is available; EOFError when the peer has gone."""
-        data, ancillary, _, _ = self.sock.recvmsg(_READ_SIZE, self._ancillary_size)
+    def fill(self, block: bool = True) -> bool:
+        """One read of whatever is available; EOFError when the peer has gone.
+
+        With ``block=False`` returns False at once when nothing is there (no poll needed first).
+        """
+        try:
+            data, ancillary, _, _ = self.sock.recvmsg(
+                _READ_SIZE, self._ancillary_size, 0 if block else socket.MSG_DONTWAIT
+            )
+        except BlockingIOError:
+            return False
         for level, kind, raw in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds = array.array("i")
@@ -62,6 +70,7 @@ class Channel:
         if not data:
             raise EOFError("the other end of the channel closed")
         self._buffer += data
+        return True
 
     def recv(self) -> bytes:
         """The next frame (blocking until it is complete)."""

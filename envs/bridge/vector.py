@@ -27,13 +27,14 @@ from __future__ import annotations
 import atexit
 import collections
 import dataclasses
+import math
 import mmap
 import os
 import pickle
+import select
 import selectors
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,6 @@ from envs.bridge.channel import Channel
 
 _WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 _LOG_TAIL_LINES = 25
-_NOTICE = struct.Struct("<HH")  # worker.py's NOTICE: (env id, worker generation)
 _MAX_REASON_CHARS = 4000  # an exception message in info["bridge_fault"] (log tails included)
 
 # Slot phases. BUSY phases have a deadline and an expected answer from the worker.
@@ -129,6 +129,7 @@ class _Slot:
     faults: list[str] = dataclasses.field(default_factory=list)
     consecutive_failures: int = 0
     restarts: int = 0
+    poller: Any = None  # select.poll() on conn, for waiting on this worker alone
 
 
 _LIVE_ENVS: weakref.WeakSet[ProcessVectorEnv] = weakref.WeakSet()
@@ -205,11 +206,6 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._base_seed: int | None = None
         self._failure: WorkerFailedError | None = None
         self._selector = selectors.DefaultSelector()
-        # All workers announce info-less results on one pipe (see worker.py): the parent wakes
-        # once and reads many results with one syscall.
-        self._notify_r, self._notify_w = os.pipe()
-        os.set_blocking(self._notify_r, False)
-        self._selector.register(self._notify_r, selectors.EVENT_READ, None)
         self._slots = [
             _Slot(i, os.path.join(self.log_dir, f"worker-{i}.log")) for i in range(num_envs)
         ]
@@ -282,10 +278,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                         str(slot.env_id),
                         str(os.getpid()),
                         "1" if self._use_pdeathsig else "0",
-                        str(self._notify_w),
-                        str(slot.generation + 1),
                     ],
-                    pass_fds=(child_sock.fileno(), self._notify_w),
+                    pass_fds=(child_sock.fileno(),),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -297,6 +291,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         slot.proc = proc
         slot.conn = Channel(parent_sock)
         slot.generation += 1
+        slot.poller = select.poll()
+        slot.poller.register(slot.conn.fileno(), select.POLLIN)
         self._selector.register(slot.conn.fileno(), selectors.EVENT_READ, (slot, slot.generation))
         slot.phase = _STARTING
         slot.deadline = time.monotonic() + self.startup_timeout_s
@@ -455,9 +451,6 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 continue
             timeout = max(0.0, min(s.deadline for s in busy) - time.monotonic())
             for key, _ in self._selector.select(timeout):
-                if key.data is None:
-                    self._drain_notices()
-                    continue
                 slot, generation = key.data
                 if generation == slot.generation and slot.conn is not None:
                     self._on_message(slot)
@@ -466,22 +459,39 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 if slot.phase in _BUSY and slot.deadline <= now:
                     self._timeout_fault(slot)
 
-    def _drain_notices(self) -> None:
-        try:
-            data = os.read(self._notify_r, 65536 // _NOTICE.size * _NOTICE.size)
-        except BlockingIOError:
-            return
-        for env_id, generation in _NOTICE.iter_unpack(data):
-            slot = self._slots[env_id]
-            # A notice from a worker that has since been replaced is stale: drop it.
-            if generation == slot.generation & 0xFFFF and slot.phase in (_STEPPING, _RESETTING):
-                self._on_result(slot, b"D")
-
     def _timeout_fault(self, slot: _Slot) -> None:
         limit = {_STEPPING: self.timeout_s, _RESETTING: self.reset_timeout_s}.get(
             slot.phase, self.startup_timeout_s
         )
         self._fault(slot, f"no answer within {limit:g} s while {slot.phase} (hung); killed")
+
+    def _wait_in_order(self, ids: np.ndarray) -> None:
+        """Wait until every env in ``ids`` has a result, blocking on one worker at a time.
+
+        Used when the caller needs all of them anyway (``step``/``reset``), as AsyncVectorEnv
+        does: only the worker being waited for wakes the parent, and by the time the parent
+        gets to the next ones their answers are usually there already (one non-blocking read,
+        no poll). Deadlines are the same as in ``_pump``.
+        """
+        for i in ids:
+            slot = self._slots[i]
+            while slot.phase != _READY:
+                if slot.phase not in _BUSY:
+                    raise RuntimeError(f"env {slot.env_id} has nothing in flight ({slot.phase})")
+                conn = slot.conn
+                try:
+                    if conn.has_frame() or conn.fill(block=False):
+                        if conn.has_frame():
+                            self._on_message(slot)
+                        continue
+                except (EOFError, OSError):
+                    self._on_message(slot)  # reports the death as a fault
+                    continue
+                timeout_ms = max(0, math.ceil((slot.deadline - time.monotonic()) * 1000))
+                if slot.poller.poll(timeout_ms):
+                    continue  # readable (data or EOF): handled at the top of the loop
+                if time.monotonic() >= slot.deadline:
+                    self._timeout_fault(slot)
 
     # ------------------------------------------------------------------ batches
 
@@ -599,7 +609,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             self._slots[env_id].phase = _IDLE
         ids = np.arange(self.num_envs)
         self._start_resets(ids, seed, options)
-        self._pump(lambda: len(self._ready) == self.num_envs)
+        self._wait_in_order(ids)
         obs, _, _, _, infos = self._take(ids)
         return obs, infos
 
@@ -608,7 +618,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._check_open()
         ids = np.arange(self.num_envs)
         self.send(actions, ids)
-        self._pump(lambda: len(self._ready) == self.num_envs)
+        self._wait_in_order(ids)
         return self._take(ids)
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -630,8 +640,6 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             self._kill(slot)
             slot.phase = _CLOSED
         self._selector.close()
-        for fd in (self._notify_r, self._notify_w):
-            os.close(fd)
         self._ready.clear()
         for name in ("_obs_views", "_final_views", "_action_views"):
             if hasattr(self, name):

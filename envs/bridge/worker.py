@@ -1,7 +1,6 @@
 """The worker process of ``ProcessVectorEnv``: hosts one env, steps it on command.
 
-Started by the parent as ``python -u <this file> <socket fd> <env id> <parent pid> <pdeathsig>
-<notify fd> <generation>`` (a fresh interpreter: spawn
+Started by the parent as ``python -u <this file> <socket fd> <env id> <parent pid> <pdeathsig>`` (a fresh interpreter: spawn
 semantics, nothing inherited but the socket). Stdout and stderr go to the worker's log file. The
 wire protocol on the Unix socket (``channel.py`` length-prefixed frames):
 
@@ -9,11 +8,8 @@ parent -> worker                                   worker -> parent
   b"I" + pickle(config dict)  build the env          b"K" + pickle((obs_space, act_space, metadata))
   b"M" + pickle(BridgeLayout), with the buffer fd    b"A"  attached
        attached as SCM_RIGHTS ancillary data
-  b"R" + pickle((seed, options, after_fault))        b"D" + pickle((info, final_info, has_final))
+  b"R" + pickle((seed, options, after_fault))        b"D" [+ pickle((info, final_info, has_final))]
   b"S"  step the action in shared memory row          b"D" ... (same)
-                                                     or, when there is no info to send, a 4-byte
-                                                     notice (env id, generation) on the shared
-                                                     notification pipe instead
   b"C"  close                                         (exits)
                                                      b"E" + "Type: message": the env raised
 Observations, actions, rewards and flags live in shared memory; only small infos are pickled.
@@ -29,7 +25,6 @@ import os
 import pickle
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -41,7 +36,6 @@ from typing import Any
 _WATCHDOG_PERIOD_S = 0.2
 _PR_SET_PDEATHSIG = 1
 ENV_ID_VARIABLE = "MINECLIP_BRIDGE_ENV_ID"
-NOTICE = struct.Struct("<HH")  # (env id, worker generation) of a finished command without info
 
 
 def _load_sibling(module: str) -> Any:
@@ -110,13 +104,9 @@ def build_env(factory: Any, kwargs: dict[str, Any]) -> Any:
 
 
 class _Worker:
-    def __init__(self, conn: Any, env_id: int, shm: Any, notify_fd: int, generation: int) -> None:
+    def __init__(self, conn: Any, env_id: int, shm: Any) -> None:
         self.conn = conn  # a channel.Channel
         self.env_id = env_id
-        # Results without info are announced on the pipe all workers share: one small write
-        # here, and the parent collects many of them with one read.
-        self.notify_fd = notify_fd
-        self.notice = NOTICE.pack(env_id, generation & 0xFFFF)
         self.shm = shm
         self.env: Any = None
         self.max_episode_steps: int | None = None
@@ -174,7 +164,7 @@ class _Worker:
 
     def _reply(self, info: dict, final_info: dict | None, has_final: bool) -> None:
         if not info and not has_final:
-            os.write(self.notify_fd, self.notice)  # < PIPE_BUF bytes: atomic among writers
+            self.conn.send(b"D")
         else:
             payload = pickle.dumps((info, final_info, has_final), protocol=pickle.HIGHEST_PROTOCOL)
             self.conn.send(b"D" + payload)
@@ -226,13 +216,12 @@ class _Worker:
 
 def main(argv: list[str]) -> int:
     fd, env_id, parent_pid, use_pdeathsig = int(argv[1]), int(argv[2]), int(argv[3]), argv[4]
-    notify_fd, generation = int(argv[5]), int(argv[6])
     _arm_parent_death(parent_pid, use_pdeathsig == "1")
     # Lets env factories know which env they are (e.g. to pick a per-instance port or run dir).
     os.environ[ENV_ID_VARIABLE] = str(env_id)
     conn = _load_sibling("channel").Channel(socket.socket(fileno=fd))
     shm = _load_sibling("shm")
-    worker = _Worker(conn, env_id, shm, notify_fd, generation)
+    worker = _Worker(conn, env_id, shm)
     print(f"[bridge worker {env_id}] pid {os.getpid()} started", file=sys.stderr, flush=True)
     try:
         worker.serve()
