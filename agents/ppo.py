@@ -120,6 +120,10 @@ class PPOConfig:
     """embedded world rgb height, width without MineCLIP (MineCLIP forces 160 256)"""
     world_size: int = 32
     """embedded world extent in blocks (x and z)"""
+    world_pool: int = 8
+    """pre-generated worlds resets draw from"""
+    render: bool = True
+    """render rgb frames (off: much faster; the policy sees compass, gps, voxels; no videos)"""
     max_episode_steps: int = 200
     """embedded world episode limit (steps)"""
     num_devices: int | None = None
@@ -136,6 +140,8 @@ class PPOConfig:
     """steps per video"""
     progress: bool = True
     """show the console progress bar"""
+    compile_cache: str = "~/.cache/mineclip_jax/xla"
+    """persistent XLA compilation cache directory, reused by later runs ('' disables)"""
 
 
 # ----------------------------------------------------------------------------- validation
@@ -263,14 +269,47 @@ def _voxel_policy_obs(obs):
     return out
 
 
+def _voxel_api():
+    """The embedded world's functional API (docs/interfaces.md), from `envs.voxel` or, while its
+    package exports are not in place, from its modules."""
+    from envs import voxel
+
+    if all(
+        hasattr(voxel, n) for n in ("reset", "step_autoreset", "make_params", "VoxelStaticConfig")
+    ):
+        api = voxel
+    else:
+        from types import SimpleNamespace
+
+        from envs.voxel import env as venv
+        from envs.voxel.state import VoxelStaticConfig
+
+        api = SimpleNamespace(reset=venv.reset, step_autoreset=venv.step_autoreset,
+                              make_params=venv.make_params, VoxelStaticConfig=VoxelStaticConfig)  # fmt: skip
+    # Build the renderer's cached assets outside any trace (they are cached on first use and a
+    # first use under jit would leak tracers into the cache).
+    try:
+        from envs.voxel import env as venv
+
+        if hasattr(venv, "_render_assets"):
+            venv._render_assets()
+    except ImportError:  # pragma: no cover
+        pass
+    return api
+
+
 def _voxel_env(cfg: PPOConfig, task_names: tuple[str, ...], use_mineclip: bool) -> lrn.JaxEnv:
-    from envs import spaces, voxel
+    from envs import spaces
+
+    voxel = _voxel_api()
 
     specs = _task_specs(task_names)
     h, w = (160, 256) if use_mineclip else tuple(cfg.image_size)
     static = voxel.VoxelStaticConfig(
-        size_x=cfg.world_size, size_z=cfg.world_size, height=h, width=w, render=True
-    )
+        size_x=cfg.world_size, size_z=cfg.world_size, height=h, width=w,
+        render=cfg.render or use_mineclip,
+        world_pool_size=cfg.world_pool,
+    )  # fmt: skip
     n = cfg.num_envs
     task_ids = np.arange(n, dtype=np.int32) % len(specs)
     pool = None
@@ -473,6 +512,8 @@ def config_from_json(d: dict) -> PPOConfig:
 def record_video(built: Built, params, key, steps: int) -> np.ndarray | None:
     """Roll one env for `steps` steps with the current policy; uint8 frames [T, H, W, 3]."""
     env, L = built.env, built.learner
+    if not getattr(env.static, "render", False):
+        return None
     dims = L.action_dims
     one = jax.tree.map(lambda x: x[:1], env.params)
     tid = jnp.asarray(env.task_ids[:1])
@@ -481,8 +522,6 @@ def record_video(built: Built, params, key, steps: int) -> np.ndarray | None:
     def run(params, consts, key):
         k0, key = jax.random.split(key)
         raw, state = jax.vmap(env.reset, in_axes=(0, 0, None))(k0[None], one, env.static)
-        if "rgb" not in raw:
-            return None
 
         def body(carry, k):
             raw, state, prev = carry
@@ -570,6 +609,7 @@ def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
             "choose a new --out"
         )
     validate(cfg)
+    _enable_compile_cache(cfg.compile_cache)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not cfg.resume:
         cfg_path.write_text(json.dumps(config_to_json(cfg), indent=2) + "\n")
@@ -604,6 +644,17 @@ def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
     writer.close()
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return {**summary, "runner": runner}
+
+
+def _enable_compile_cache(path: str) -> None:
+    """Persist compiled executables across processes (the embedded world takes minutes to compile
+    on a small CPU). Best effort: a process that already compiled without a cache keeps none."""
+    if not path or jax.config.jax_compilation_cache_dir:
+        return
+    path = os.path.expanduser(path)
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 2.0)
 
 
 def _meta_args():
