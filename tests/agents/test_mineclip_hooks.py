@@ -1,0 +1,42 @@
+"""The MineCLIP path of agents.ppo: frozen frame features + prompt features for the policy and
+the Direct reward (+ success bonus), with a tiny random MineCLIP saved as a native checkpoint."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mineclip_jax as mcj
+from agents import learner as lrn
+from agents import ppo
+
+
+def test_mineclip_hooks_features_prompts_and_reward(tmp_path):
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(), jax.random.PRNGKey(0))
+    mcj.save_checkpoint(mc, tmp_path / "mc")
+    cfg = dataclasses.replace(
+        ppo.PPOConfig(), reward="mineclip", mineclip_ckpt=str(tmp_path / "mc"), success_bonus=5.0
+    )
+    env = lrn.JaxEnv(
+        reset=None, step=None, params=None, static=None, action_dims=(89,),
+        to_env_action=None, policy_obs=None,
+        reward_fn=lambda r, info: 5.0 * info["success"].astype(jnp.float32),
+        task_ids=np.array([0, 1]), num_tasks=2, task_conditioned=True,
+    )  # fmt: skip
+    hooks, consts, _ = ppo._mineclip_hooks(cfg, env, ("hunt a cow", "shear a sheep"))
+    frames = jax.random.randint(jax.random.PRNGKey(1), (2, 160, 256, 3), 0, 255).astype(jnp.uint8)
+    obs = jax.jit(hooks.featurize)(consts, {"rgb": frames, "task_id": jnp.array([0, 1])})
+    assert set(obs) == {"rgb_feat", "prompt"} and obs["rgb_feat"].shape == (2, 64)
+    want = mc.encode_frames(frames)
+    np.testing.assert_allclose(obs["rgb_feat"], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(obs["prompt"][1], consts["goal_text"][1])
+    state = hooks.init(consts, 2, np.array([0, 1]))
+    info = {"success": jnp.array([False, True])}
+    done = jnp.array([False, True])
+    step = jax.jit(hooks.step)
+    state, r = step(consts, state, obs, jnp.array([False, False]), jnp.zeros(2), info)
+    # Direct reward is max(P_G - 1/N_T, 0) >= 0, plus the bonus where the task succeeded
+    assert r.shape == (2,) and float(r[0]) >= 0.0 and float(r[1]) >= 5.0
+    _, r2 = step(consts, state, obs, done, jnp.zeros(2), info)
+    assert float(r2[1]) == 5.0  # a done step: the new frame is the next episode's, bonus only
