@@ -9,6 +9,7 @@ from envs.voxel.env import (
     scene,
     step,
     step_autoreset,
+    step_autoreset_batch,
 )
 from envs.voxel.state import (
     Inventory,
@@ -44,4 +45,5 @@ __all__ = [
     "scene",
     "step",
     "step_autoreset",
+    "step_autoreset_batch",
 ]

@@ -755,12 +755,21 @@ def _craft(state: VoxelState, arg, enable, txn: _Txn):
     # Smelting burns one unit of the first fuel available (coal, then log, then planks).
     is_smelt = jnp.asarray(T.RECIPE_STATION)[rc] == T.STATION_FURNACE
     fuel_items = jnp.asarray(T.FUEL_ITEMS)
-    have_fuel = _inv_counts(inv)[fuel_items] >= 1
+    ins, ns = jnp.asarray(T.RECIPE_IN)[rc], jnp.asarray(T.RECIPE_IN_N)[rc]
+    eaten = jnp.sum((ins[:, None] == fuel_items[None, :]) * ns[:, None], axis=0)
+    have_fuel = counts[fuel_items] - eaten >= 1  # fuel left after the ingredients
     fuel = fuel_items[jnp.argmax(have_fuel)]
     txn.remove(fuel, jnp.where(ok & is_smelt, 1, 0))
     txn.add(out, jnp.where(ok, n_out, 0))
     crafts = state.stats_crafts.at[out].add(jnp.where(ok, n_out, 0).astype(F32))
     return state.replace(inv=inv, stats_crafts=crafts)
+
+
+def _craft_apply(state: VoxelState, arg):
+    """Craft argument ``arg`` now if possible (``_craft`` with its inventory changes applied)."""
+    txn = _Txn()
+    state = _craft(state, arg, True, txn)
+    return state.replace(inv=txn.apply(state.inv))
 
 
 def _equip(inv: Inventory, slot, enable):
@@ -1228,6 +1237,34 @@ def step_autoreset(key, state: VoxelState, action, params: VoxelParams, static: 
     state = jax.tree.map(lambda a, b: jnp.where(done, a, b), state_r, new_state)
     obs = jax.tree.map(lambda a, b: jnp.where(done, a, b), obs_r, obs)
     return obs, state, reward, terminated, truncated, info
+
+
+def step_autoreset_batch(keys, states, actions, params: VoxelParams, static: VoxelStaticConfig):
+    """Batched ``step`` with same-step auto-reset, resetting only when some env finished.
+
+    ``keys`` [N], ``states`` batched, ``actions`` [N, 8]; ``params`` shared. Unlike
+    ``vmap(step_autoreset)`` (which computes a reset for every env every step), the resets run
+    under one ``lax.cond`` taken only on steps where an episode ended. Returns
+    (obs, states, reward, terminated, truncated, info, final_obs).
+    """
+    obs, states, rew, term, trunc, info = jax.vmap(step, in_axes=(0, 0, 0, None, None))(
+        keys, states, actions, params, static
+    )
+    done = term | trunc
+    final_obs = obs
+
+    def do_reset(args):
+        obs, states = args
+        reset_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+        obs_r, states_r = jax.vmap(reset, in_axes=(0, None, None))(reset_keys, params, static)
+
+        def pick(a, b):
+            return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+
+        return jax.tree.map(pick, obs_r, obs), jax.tree.map(pick, states_r, states)
+
+    obs, states = jax.lax.cond(jnp.any(done), do_reset, lambda a: a, (obs, states))
+    return obs, states, rew, term, trunc, info, final_obs
 
 
 # =============================================================================================

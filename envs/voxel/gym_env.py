@@ -34,33 +34,14 @@ def _step(key, state, action, params, static):
     return E.step(key, state, action, params, static)
 
 
-@functools.partial(jax.jit, static_argnames="static")
 def _reset_batch(keys, params, static):
-    return jax.vmap(E.reset, in_axes=(0, None, None))(keys, params, static)
+    # Resets are rare: stacking single resets reuses their compiled function (shared with
+    # VoxelEnv) instead of compiling a vmapped copy.
+    outs = [_reset(k, params, static) for k in keys]
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
 
 
-@functools.partial(jax.jit, static_argnames="static", donate_argnums=(1,))
-def _step_batch(keys, states, actions, params, static):
-    """Step all envs; reset the finished ones only when some env finished (one lax.cond)."""
-    obs, states, rew, term, trunc, info = jax.vmap(E.step, in_axes=(0, 0, 0, None, None))(
-        keys, states, actions, params, static
-    )
-    done = term | trunc
-    final_obs = obs
-
-    def do_reset(args):
-        obs, states = args
-        reset_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-        obs_r, states_r = jax.vmap(E.reset, in_axes=(0, None, None))(reset_keys, params, static)
-
-        def pick(a, b):
-            mask = done.reshape(done.shape + (1,) * (a.ndim - 1))
-            return jnp.where(mask, a, b)
-
-        return jax.tree.map(pick, obs_r, obs), jax.tree.map(pick, states_r, states)
-
-    obs, states = jax.lax.cond(jnp.any(done), do_reset, lambda a: a, (obs, states))
-    return obs, states, rew, term, trunc, info, final_obs
+_step_batch = jax.jit(E.step_autoreset_batch, static_argnames="static", donate_argnums=(1,))
 
 
 def _to_numpy(tree):

@@ -18,6 +18,7 @@ from envs.tasks.spec import InventoryItem, SuccessCriterion, TaskSpec
 from envs.voxel import env as E
 from envs.voxel import scripted
 from envs.voxel import tables as T
+from envs.voxel.gym_env import _reset as _gym_reset
 from envs.voxel.state import VoxelStaticConfig, WorldPool
 from envs.voxel.worldgen import generate_pool
 
@@ -69,7 +70,8 @@ def params_for(task: TaskSpec, flat: bool = True, **kw):
     return E.make_params(task, STATIC, pool=flat_pool() if flat else pool(), **kw)
 
 
-reset = jax.jit(E.reset, static_argnames="static")
+# The Gymnasium env's jitted reset: tests and envs share one compiled function.
+reset = _gym_reset
 
 
 @functools.partial(jax.jit, static_argnames="static")

@@ -1,0 +1,115 @@
+"""Gymnasium front ends: env checkers, reproducible seeds, same-step autoreset, wrappers."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs
+from envs import spaces, wrappers
+from tests.envs.voxel import helpers as H
+
+SMALL = dict(
+    size_x=H.STATIC.size_x, size_y=H.STATIC.size_y, size_z=H.STATIC.size_z,
+    sea_level=H.STATIC.sea_level, num_trees=H.STATIC.num_trees, render=False,
+    world_pool_size=H.STATIC.world_pool_size, max_mobs=H.STATIC.max_mobs,
+    max_initial_mobs=H.STATIC.max_initial_mobs,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def env():
+    return envs.make("hunt a cow", **SMALL)
+
+
+def test_env_passes_gymnasium_checker(env):
+    check_env(env, skip_render_check=True)
+
+
+def test_reset_seed_reproducible_and_steps_match(env):
+    obs1, _ = env.reset(seed=11)
+    traj1 = [env.step(a) for a in H.act(5, move=1, yaw=13)]
+    obs2, _ = env.reset(seed=11)
+    traj2 = [env.step(a) for a in H.act(5, move=1, yaw=13)]
+    assert gym.utils.env_checker.data_equivalence(obs1, obs2)
+    for t1, t2 in zip(traj1, traj2):
+        assert gym.utils.env_checker.data_equivalence(t1[0], t2[0])
+        assert t1[1:4] == t2[1:4]
+    obs3, _ = env.reset(seed=12)
+    assert not np.array_equal(obs3["location_stats"]["pos"], obs1["location_stats"]["pos"])
+    _, _, _, _, info = traj1[-1]
+    assert set(info) >= {"success", "dense_reward", "signals"}
+    assert info["signals"]["inventory"].shape == (spaces.NUM_ITEMS,)
+
+
+def test_bad_actions_and_kwargs_raise(env):
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="unknown keyword"):
+        envs.make("hunt a cow", colour="blue")
+    with pytest.raises(ValueError, match="backend"):
+        envs.make("hunt a cow", backend="bedrock")
+    with pytest.raises(KeyError):
+        envs.make("fly to the moon with a rocket made of dirt blocks")
+
+
+def test_compact_actions_wrapper(env):
+    w = wrappers.CompactActions(env)
+    assert w.action_space == gym.spaces.Discrete(89)
+    w.reset(seed=0)
+    yaw0 = float(env.state.player.yaw)
+    w.step(spaces.COMPACT_NAMES.index("camera_pitch+0_yaw+30"))
+    assert float(env.state.player.yaw) == pytest.approx(yaw0 + 30.0)
+    with pytest.raises(ValueError, match="compact"):
+        wrappers.compact_to_multidiscrete(89)
+    dense = wrappers.DenseReward(env)
+    dense.reset(seed=0)
+    _, r, _, _, info = dense.step(spaces.NOOP_ACTION)
+    assert r == pytest.approx(float(info["dense_reward"]))  # no task reward on a no-op
+
+
+def test_vector_env_same_step_autoreset():
+    vec = envs.make_vector("hunt a cow", 3, max_steps=4, **SMALL)
+    assert vec.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    obs, _ = vec.reset(seed=5)
+    assert vec.observation_space.contains(obs)
+    obs_again, _ = vec.reset(seed=5)
+    assert gym.utils.env_checker.data_equivalence(obs, obs_again)
+    noop = np.tile(spaces.NOOP_ACTION, (3, 1))
+    for _ in range(4):
+        obs, rew, term, trunc, info = vec.step(noop)
+        assert rew.shape == (3,) and term.shape == (3,)
+    assert trunc.all()  # time limit of 4 steps
+    assert info["_final_obs"].all()
+    assert vec.single_observation_space.contains(
+        {k: v[0] if not isinstance(v, dict) else {kk: vv[0] for kk, vv in v.items()}
+         for k, v in info["final_obs"].items()}
+    )  # fmt: skip
+    # The returned observation is already the next episode's first one: its step counter restarts.
+    assert (np.asarray(vec.states.steps) == 0).all()
+    obs, *_ = vec.step(noop)
+    assert (np.asarray(vec.states.steps) == 1).all()
+    wrapped = wrappers.compact(vec)
+    wrapped.step(np.full(3, spaces.COMPACT_NOOP))
+
+
+class _RGBEnv(gym.Env):
+    observation_space = gym.spaces.Dict({"rgb": gym.spaces.Box(0, 255, (4, 6, 3), np.uint8)})
+    action_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        return {"rgb": np.arange(72, dtype=np.uint8).reshape(4, 6, 3)}, {}
+
+    def step(self, action):
+        return self.reset()[0], 0.0, False, False, {}
+
+
+def test_channels_first_matches_minedojo_layout():
+    env = wrappers.ChannelsFirst(_RGBEnv())
+    obs, _ = env.reset()
+    assert env.observation_space["rgb"].shape == (3, 4, 6)
+    ref = np.arange(72, dtype=np.uint8).reshape(4, 6, 3)
+    np.testing.assert_array_equal(obs["rgb"], ref.transpose(2, 0, 1))
+    with pytest.raises(ValueError, match="rgb"):
+        wrappers.ChannelsFirst(envs.make("hunt a cow", **SMALL))
