@@ -49,6 +49,8 @@ class MineCLIPHandle:
     module: MineCLIP = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self):
+        # Params live on the device once, not re-transferred from host memory on every call.
+        object.__setattr__(self, "params", jax.device_put(self.params))
         object.__setattr__(self, "module", MineCLIP(self.config))
         for name in (
             "encode_frames",
