@@ -243,6 +243,8 @@ class MinedojoReddit(tfds_io.LocalBuilder, skip_registration=True):
             self._report.posts_written += 1
             self._report.comments_written += len(example["comments"])
             yield post_id, example
+        if self._report.posts_written == 0:  # TFDS cannot write an empty split
+            raise RuntimeError(f"no readable post in --contents:\n{self._report.summary()}")
 
 
 def build(config: RedditBuildConfig) -> RedditBuildReport:

@@ -280,6 +280,8 @@ class MinedojoWiki(tfds_io.LocalBuilder, skip_registration=True):
                 continue
             self._report.pages_written += 1
             yield page_id, example
+        if self._report.pages_written == 0:  # TFDS cannot write an empty split
+            raise RuntimeError(f"no readable Wiki page:\n{self._report.summary()}")
 
 
 def build(config: WikiBuildConfig) -> WikiBuildReport:

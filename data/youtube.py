@@ -187,16 +187,45 @@ class MinedojoYoutubeClips(tfds_io.LocalBuilder, skip_registration=True):
         ids = list(dict.fromkeys(str(e["id"]) for e in entries))  # unique, in order
         self._report.videos_in_metadata = len(ids)
         splits = assign_splits(ids, cfg.seed, cfg.test_fraction)
+        test_ids = [v for v in ids if splits[v] == "test"]
+        train_ids = [v for v in ids if splits[v] == "train"]
+        moved: set[str] = set()
+        # TFDS writes the splits in this order: test first, so that when every test video turns
+        # out unusable, a train video can still be moved over (an empty split cannot be written).
         return {
-            name: self._generate_examples([v for v in ids if splits[v] == name], name)
-            for name in tfds_io.SPLITS
+            "test": self._generate_test(test_ids, train_ids, moved),
+            "train": self._generate_examples(train_ids, "train", skip=moved),
         }
 
-    def _generate_examples(self, video_ids: list[str], split: str) -> Iterator[tuple[str, dict]]:
+    def _generate_test(self, test_ids, train_ids, moved: set[str]):
+        yield from self._generate_examples(test_ids, "test", require=False)
+        if self._report.clips["test"] == 0 and self._build_config.test_fraction > 0:
+            for video_id in reversed(train_ids):  # deterministic: the last train video first
+                moved.add(video_id)
+                yield from self._generate_examples([video_id], "test", require=False)
+                if self._report.clips["test"]:
+                    break
+        if self._report.clips["test"] == 0:
+            raise RuntimeError(self._no_clips("test"))
+
+    def _generate_examples(
+        self, video_ids: list[str], split: str, skip=(), require: bool = True
+    ) -> Iterator[tuple[str, dict]]:
         for video_id in video_ids:
+            if video_id in skip:
+                continue
             for key, example in video_examples(video_id, self._build_config, self._report):
                 self._report.clips[split] += 1
                 yield key, example
+        if require and self._report.clips[split] == 0:
+            raise RuntimeError(self._no_clips(split))
+
+    def _no_clips(self, split: str) -> str:
+        return (
+            f"no usable clip for the {split!r} split (a split needs at least one video with a "
+            f"readable video file, transcript and keyword match); build so far:\n"
+            f"{self._report.summary()}"
+        )
 
 
 def build(config: YouTubeBuildConfig) -> BuildReport:

@@ -171,6 +171,14 @@ def test_reddit_build_offline(tmp_path, capsys):
     assert posts["p2"]["type"] == b"image"  # from the listing when the post lacks it
 
 
+def test_reddit_without_any_post_content_is_a_clear_error(tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps([{"id": "p1", "type": "text"}]))
+    cfg = reddit.RedditBuildConfig(posts=str(tmp_path / "r.json"), contents=str(tmp_path),
+                                   out=str(tmp_path / "o"))  # fmt: skip
+    with pytest.raises(RuntimeError, match="missing: 1"):
+        reddit.build(cfg)
+
+
 def test_reddit_partial_credentials_are_refused(tmp_path):
     (tmp_path / "r.json").write_text("[]")
     cfg = reddit.RedditBuildConfig(

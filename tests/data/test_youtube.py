@@ -97,3 +97,26 @@ def test_splits_hold_out_at_least_one_video():
     assert sorted(splits.values()) == ["test", "train"]
     many = assign_splits([f"v{i}" for i in range(1000)], seed=0, test_fraction=0.1)
     assert 60 < list(many.values()).count("test") < 140
+
+
+def test_unusable_test_videos_do_not_leave_an_empty_split(tmp_path):
+    inputs = write_youtube_inputs(str(tmp_path))
+    metadata = [{"id": v} for v in ("good_a", "good_b", "corrupt")]
+    with open(inputs["metadata"], "w") as f:
+        json.dump(metadata, f)
+    wanted = {"good_a": "train", "good_b": "train", "corrupt": "test"}
+    seed = next(s for s in range(1000) if assign_splits(list(wanted), s, 0.4) == wanted)
+    config = YouTubeBuildConfig(
+        **inputs, out=str(tmp_path / "out"), seed=seed, test_fraction=0.4,
+        sampler=ClipSamplerConfig(max_clips_per_video=2),
+    )  # fmt: skip
+    report = build(config)
+    assert report.corrupt_videos == ["corrupt"]
+    assert report.clips["test"] == 2 and report.clips["train"] == 2  # good_b moved to test
+    test_ids = {load_split(config.out, "test")[i]["clip_id"].decode() for i in range(2)}
+    assert {c.split("@")[0] for c in test_ids} == {"good_b"}
+    # With nothing usable at all, the error says why instead of TFDS's empty-split failure.
+    with open(inputs["metadata"], "w") as f:
+        json.dump([{"id": "corrupt"}, {"id": "missing"}], f)
+    with pytest.raises(RuntimeError, match="no usable clip"):
+        build(YouTubeBuildConfig(**inputs, out=str(tmp_path / "out2")))
