@@ -167,3 +167,35 @@ def test_ppo_policy_feeds_back_previous_actions():
     assert calls[1][0].tolist() == [[1, 1, 1], [0, 0, 0]]
     with pytest.raises(ValueError, match="not one of them"):
         ppo_policy(policy_fn, info, "shear_sheep")
+
+
+def test_resolve_tasks_skips_unjudgeable_creative_tasks(monkeypatch):
+    from agents.evaluate import EvaluateConfig, resolve_tasks
+    from envs.tasks import creative
+
+    monkeypatch.delenv(creative.TASKS_DIR_ENV, raising=False)
+    monkeypatch.setattr(creative, "_installed_minedojo_dir", lambda: None)
+    specs, skipped = resolve_tasks(EvaluateConfig(suite="starter"))
+    assert len(specs) == 32 and len(skipped) == 32
+    assert all(
+        task_id.startswith("creative:") and "creative_tasks.yaml" in why for task_id, why in skipped
+    )
+    specs, skipped = resolve_tasks(EvaluateConfig(tasks=("obtain log", "milk_cow")))
+    assert [s.id for s in specs] == ["harvest_1_log", "milk_cow"] and skipped == []
+    with pytest.raises(KeyError, match="Closest"):
+        resolve_tasks(EvaluateConfig(tasks=("harvest_1_logs",)))
+
+
+def test_parse_env_options():
+    from agents.evaluate import parse_env_options
+
+    assert parse_env_options(
+        ["jar=/opt/Malmo.jar", "world_pool_size=4", "render=false", "fov_deg=60.5"]
+    ) == {
+        "jar": "/opt/Malmo.jar",
+        "world_pool_size": 4,
+        "render": False,
+        "fov_deg": 60.5,
+    }
+    with pytest.raises(ValueError, match="key=value"):
+        parse_env_options(["jar"])
