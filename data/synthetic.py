@@ -428,7 +428,10 @@ def caption(behaviour: Behaviour, truth: dict, rng: np.random.Generator) -> str:
     template = phrasings[int(rng.integers(len(phrasings)))]
     biome = _readable_biome(truth["biome"])
     when = "at night" if is_night(truth["world_time"]) else "during the day"
-    where = f"in the {biome}" if rng.random() < 0.5 else f"in the {biome} {when}"
+    if biome.split()[-1] in template or behaviour.name == "find_ocean" and "ocean" in biome:
+        where = when  # "look for the ocean in the ocean" reads wrong
+    else:
+        where = f"in the {biome}" if rng.random() < 0.5 else f"in the {biome} {when}"
     return " ".join(template.format(where=where, when=when).split())
 
 
