@@ -744,6 +744,9 @@ def make_render_assets(block_names: Sequence[str], mob_names: Sequence[str]) -> 
             )
     if not mt.images:
         mt.flat("none", "#ff00ff")
+    # Keep only as many box slots as the largest model uses: every ray tests every slot.
+    k_used = max(1, int(np.max(np.sum(np.all(lo <= hi, -1), -1))))
+    lo, hi, box_tex = lo[:, :, :k_used], hi[:, :, :k_used], box_tex[:, :, :k_used]
     return RenderAssets(
         block_tex=jnp.asarray(tex),
         block_kind=jnp.asarray([b.kind for b in recipes], jnp.int32),
