@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,6 +87,7 @@ class TrainConfig:
     ckpt_every: int = 200  # save an orbax checkpoint every N steps (and at the end).
     log_every: int = 10  # TensorBoard scalars every N steps.
     seed: int = 0  # seed of init, data order and augmentation.
+    time_limit_min: float = 0.0  # stop (checkpoint, evaluate) after this many minutes; 0 = none.
     progress: bool = True  # show a tqdm progress bar.
 
 
@@ -401,6 +403,17 @@ def _check_config(cfg: TrainConfig, num_devices: int):
 
 
 _STEP_CACHE: dict = {}
+# TrainConfig fields that do not change the compiled train step.
+_NOT_IN_STEP = (
+    "init",
+    "eval_batch_size",
+    "eval_every",
+    "max_eval_clips",
+    "ckpt_every",
+    "log_every",
+    "progress",
+    "time_limit_min",
+)
 
 
 def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
@@ -452,7 +465,12 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
 
     # One compiled step per (model, recipe, devices): rerunning or resuming in the same
     # process (a notebook) reuses it instead of compiling again.
-    recipe = dataclasses.replace(cfg, data=Path("."), out=Path("."), init=None, progress=True)
+    recipe = dataclasses.replace(
+        cfg,
+        **{k: TrainConfig.__dataclass_fields__[k].default for k in _NOT_IN_STEP},
+        data=Path("."),
+        out=Path("."),
+    )
     cache_key = (config, pretrained, repr(recipe), tuple(devices))
     if cache_key not in _STEP_CACHE:
         _STEP_CACHE[cache_key] = jax.jit(
@@ -473,6 +491,7 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     pending = pool.submit(fetch, start) if start < cfg.steps else None
     bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not cfg.progress)
     metrics = {}
+    deadline = time.monotonic() + 60 * cfg.time_limit_min if cfg.time_limit_min > 0 else None
     for step in bar:
         batch = pending.result()
         # Prefetch the next batch on a thread while this step runs.
@@ -489,9 +508,15 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
         if cfg.eval_every and done % cfg.eval_every == 0 and done != cfg.steps:
             for k, v in evaluate(module, state.params, test_source, cfg, mesh).items():
                 writer.add_scalar(f"test/{k}", v, done)
-        if done % cfg.ckpt_every == 0 or done == cfg.steps:
+        out_of_time = deadline is not None and time.monotonic() > deadline
+        if done % cfg.ckpt_every == 0 or done == cfg.steps or out_of_time:
             manager.save(done, args=ocp.args.StandardSave(state))
-    pool.shutdown()
+        if out_of_time:
+            print(
+                f"\ntime limit of {cfg.time_limit_min:g} min reached at step {done}; rerun to resume"
+            )
+            break
+    pool.shutdown(cancel_futures=True)
     manager.wait_until_finished()
 
     results = evaluate(module, state.params, test_source, cfg, mesh)

@@ -1,5 +1,6 @@
 """MineCLIP training: loss and retrieval vs NumPy, LR/trainable trees, tiny end-to-end run."""
 
+import dataclasses
 import json
 import shutil
 
@@ -220,3 +221,9 @@ def test_train_end_to_end_and_resume(dataset_dir, tmp_path, capsys):
     assert "resumed" in capsys.readouterr().out
     for a, b in zip(jax.tree.leaves(resumed.params), jax.tree.leaves(handle.params)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+    # A time limit stops after the step that crosses it, with a checkpoint to resume from.
+    short = dataclasses.replace(cfg, out=tmp_path / "short", time_limit_min=1e-9, ckpt_every=100)
+    tr.train(short)
+    assert "time limit" in capsys.readouterr().out
+    assert [p.name for p in (short.out / "checkpoints").iterdir() if p.name.isdigit()] == ["1"]
