@@ -401,8 +401,9 @@ class MineCLIPReward:
 
     def set_goals(self, state: RewardState, goal_index) -> RewardState:
         """Reassign each env's goal (takes effect at the next step; pair with is_first)."""
+        goal_index = jnp.asarray(goal_index, jnp.int32)
         chex.assert_shape(goal_index, state.goal_index.shape)
-        return state.replace(goal_index=jnp.asarray(goal_index, jnp.int32))
+        return state.replace(goal_index=goal_index)
 
     def encode_frames(self, frames) -> jax.Array:
         """uint8 [..., H, W, 3] -> [..., D]: the per-frame features to share with the policy."""

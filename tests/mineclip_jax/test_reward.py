@@ -161,6 +161,10 @@ def test_reward_constructor_errors(handle):
     r = rw.MineCLIPReward(handle, ["hunt a cow", "dig a hole"])
     with pytest.raises(ValueError, match="goal_index"):
         r.init(2, goal_index=[0, 2])
+    s = r.set_goals(r.init(2), [1, 0])
+    np.testing.assert_array_equal(np.asarray(s.goal_index), [1, 0])
+    with pytest.raises(AssertionError):
+        r.set_goals(s, [1, 0, 1])
 
 
 # ------------------------------------------------------------- cached == from scratch
