@@ -152,10 +152,10 @@ class MineAgent(nn.Module):
 
 
 def reset_policy_head(params, new_params):
-    """Multi-stage training (App. G.3): take the actor heads from `new_params` (a fresh init)."""
+    """Multi-stage training (App. G.3): take the policy head(s) (`actor*`) from `new_params`."""
     params = dict(params)
     for k in params:
-        if k.startswith("actor_head"):
+        if k.startswith("actor"):
             params[k] = new_params[k]
     return params
 

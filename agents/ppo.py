@@ -213,8 +213,8 @@ def validate(cfg: PPOConfig) -> None:
         raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
     stages = stage_tasks(cfg)
     if any(t == "cartpole" for s in stages for t in s):
-        if any(len(s) > 1 for s in stages) or len(stages) > 1:
-            raise ConfigError("cartpole cannot be mixed with other tasks or stages")
+        if any(t != "cartpole" for s in stages for t in s) or any(len(s) > 1 for s in stages):
+            raise ConfigError("cartpole cannot be mixed with other tasks")
         if cfg.mineclip_ckpt:
             raise ConfigError("--mineclip-ckpt needs a task with rgb frames; cartpole has none")
     else:
@@ -427,7 +427,8 @@ def build(cfg: PPOConfig, tasks: tuple[str, ...] | None = None) -> Built:
     Cached per (config, tasks) within the process, ignoring run-directory and logging fields, so
     a resumed or repeated run in the same process reuses the compiled functions."""
     tasks = tuple(tasks or stage_tasks(cfg)[0])
-    key = (dataclasses.replace(cfg, out="", resume=False, progress=False, log_every=1,
+    key = (dataclasses.replace(cfg, task="", stages="", out="", resume=False, progress=False,
+                               log_every=1,
                                checkpoint_every=1, video_every=0, video_length=1), tasks)  # fmt: skip
     if key not in _BUILT:
         _BUILT[key] = _build(cfg, tasks)
@@ -473,12 +474,12 @@ def _ckpt_manager(run_dir: Path):
     )
 
 
-def save_checkpoint(mgr, step: int, runner: lrn.Runner, stage: int) -> None:
+def save_checkpoint(mgr, step: int, runner: lrn.Runner, stage: int, base: int = 0) -> None:
     import orbax.checkpoint as ocp
 
     mgr.save(step, args=ocp.args.Composite(
         runner=ocp.args.StandardSave(runner),
-        meta=ocp.args.JsonSave({"stage": stage}),
+        meta=ocp.args.JsonSave({"stage": stage, "base_updates": base}),
     ))  # fmt: skip
     mgr.wait_until_finished()
 
@@ -620,8 +621,10 @@ def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
     if cfg.resume and mgr.latest_step() is not None:
         meta = mgr.restore(mgr.latest_step(), args=_meta_args())["meta"]
         start_stage = int(meta["stage"])
+        global_updates = int(meta.get("base_updates", 0))
+    else:
+        global_updates = 0
     summary = {}
-    global_updates = 0
     for stage in range(start_stage, len(stages)):
         built = build(cfg, stages[stage])
         L = built.learner
@@ -729,7 +732,7 @@ def _train_stage(cfg, built: Built, runner, mgr, writer, stage, run_dir, stop_af
             last = done_updates == num_updates
             stopping = stop_after is not None and done_updates >= stop_after
             if done_updates % cfg.checkpoint_every == 0 or last or stopping:
-                save_checkpoint(mgr, base + done_updates, runner, stage)
+                save_checkpoint(mgr, base + done_updates, runner, stage, base)
             if cfg.video_every >= 0 and (
                 (cfg.video_every > 0 and done_updates % cfg.video_every == 0) or last
             ):

@@ -139,3 +139,31 @@ def test_runner_shardings_split_env_axis():
     sh = lrn.runner_shardings(r, built.learner.mesh)
     assert sh.obs["state"].spec == jax.sharding.PartitionSpec("data")
     assert jax.tree.leaves(sh.params)[0].spec == jax.sharding.PartitionSpec()
+
+
+def test_multi_stage_keeps_si_buffer_and_resets_policy_head(tmp_path):
+    cfg = dataclasses.replace(TINY, stages="cartpole;cartpole", out=str(tmp_path / "s"))
+    seen = {}
+    orig = ppo._next_stage
+
+    def spy(runner, carried, L):
+        out = orig(runner, carried, L)
+        seen["carried_valid"] = int(np.sum(carried[0].valid))
+        seen["buffer_valid"] = int(np.sum(np.asarray(out.si_buffer.valid)))
+        seen["old"], seen["fresh"], seen["new"] = jax.device_get(
+            (carried[1], runner.params, out.params)
+        )
+        return out
+
+    ppo._next_stage = spy
+    try:
+        res = ppo.train(cfg)
+    finally:
+        ppo._next_stage = orig
+    assert seen["carried_valid"] > 0 and seen["buffer_valid"] == seen["carried_valid"]
+    # MLPActorCritic's policy head is "actor": taken fresh; the critic is carried over
+    _leaves_equal(seen["new"]["actor"], seen["fresh"]["actor"])
+    _leaves_equal(seen["new"]["critic"], seen["old"]["critic"])
+    rows = [json.loads(x) for x in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["stage"] for r in rows] == [0] * 4 + [1] * 4
+    assert [r["update"] for r in rows] == list(range(1, 9)) and res["stage"] == 1
