@@ -421,14 +421,31 @@ def _surface_y(blocks, x, z):
     return (_column_top(blocks, x, z) + 1).astype(F32)
 
 
+def _natural_top(block):
+    """Ground a mob or the player may stand on (not a structure, tree or cactus)."""
+    natural = jnp.asarray(
+        np.isin(np.arange(T.NUM_BLOCK_TYPES),
+                [B[n] for n in ("grass", "dirt", "sand", "stone", "gravel", "sandstone", "clay")])
+    )  # fmt: skip
+    return natural[block]
+
+
 def _place_mobs(u, blocks, center, low, high, static):
-    """Positions on the surface at offsets low + u * (high - low) (x, z) from ``center``."""
+    """Surface positions at offsets low + u * (high - low) (x, z) from ``center``.
+
+    Of the offset and its three mirror images, the first over natural ground is used, so mobs
+    do not start on roofs, tree tops or the portal frame.
+    """
     off = low + u * (high - low)
-    x = jnp.clip(center[0] + off[:, 0], 0.5, static.size_x - 0.5)
-    z = jnp.clip(center[2] + off[:, 2], 0.5, static.size_z - 0.5)
-    xi, zi = jnp.floor(x).astype(I32), jnp.floor(z).astype(I32)
-    y = jax.vmap(lambda a, b: _surface_y(blocks, a, b))(xi, zi)
-    return jnp.stack([x, y, z], -1)
+    mirrors = jnp.array([[1.0, 1.0], [-1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]])
+    cand_x = jnp.clip(center[0] + off[:, None, 0] * mirrors[None, :, 0], 0.5, static.size_x - 0.5)
+    cand_z = jnp.clip(center[2] + off[:, None, 2] * mirrors[None, :, 1], 0.5, static.size_z - 0.5)
+    xi, zi = jnp.floor(cand_x).astype(I32), jnp.floor(cand_z).astype(I32)
+    tops = jax.vmap(jax.vmap(lambda a, b: _column_top(blocks, a, b)))(xi, zi)
+    ok = _natural_top(blocks[xi, jnp.clip(tops, 0, static.size_y - 1), zi])
+    k = jnp.argmax(ok, axis=1)  # 0 when none is natural
+    pick = lambda a: jnp.take_along_axis(a, k[:, None], axis=1)[:, 0]  # noqa: E731
+    return jnp.stack([pick(cand_x), pick(tops).astype(F32) + 1.0, pick(cand_z)], -1)
 
 
 def _new_mobs(u, blocks, player_pos, params: VoxelParams, static: VoxelStaticConfig) -> Mobs:
@@ -489,6 +506,17 @@ def _choose_spawn(u, world, params: VoxelParams, static: VoxelStaticConfig):
         _SOLID[top_block] & (top_block != B["leaves"]) & (top_block != B["log"])
         & (top_block != B["cactus"]) & (tops < static.size_y - 3) & (tops >= 0)
     )  # fmt: skip
+    # Not on or in the structures (house roof, portal frame): natural ground only.
+    structure = (top_block == B["planks"]) | (top_block == B["cobblestone"])
+    structure = structure | (top_block == B["obsidian"])
+    hx0, hz0, hx1, hz1 = (
+        world.house_floor[0],
+        world.house_floor[1],
+        world.house_floor[2],
+        world.house_floor[3],
+    )
+    in_house = (xs >= hx0 - 4) & (xs <= hx1 + 4) & (zs >= hz0 - 4) & (zs <= hz1 + 4)
+    dry = dry & ~structure & ~in_house
     in_biome = params.biome_spawn[world.biome[xs, zs]]
     want_biome = params.biome_spawn.any()
     score = dry.astype(I32) * 2 + (in_biome | ~want_biome).astype(I32) * 4
@@ -1413,7 +1441,10 @@ def observe(state: VoxelState, params: VoxelParams, static: VoxelStaticConfig) -
 def _render_assets():
     from envs.voxel.textures import make_render_assets
 
-    return make_render_assets(T.BLOCK_NAMES, T.MOB_NAMES)
+    # Built eagerly even when first needed inside a trace, and cached as concrete arrays.
+    with jax.ensure_compile_time_eval():
+        assets = make_render_assets(T.BLOCK_NAMES, T.MOB_NAMES)
+        return jax.tree.map(np.asarray, assets)
 
 
 @functools.cache

@@ -3,7 +3,6 @@
 import dataclasses
 
 import av
-import jax
 import numpy as np
 import pytest
 
@@ -79,17 +78,6 @@ def test_can_run():
     assert can_run(given)[0]
     with pytest.raises(ValueError, match="ghast"):
         E.make_params(ghast, H.STATIC, pool=H.pool())
-
-
-def test_step_autoreset_resets_finished_episode():
-    params = H.params_for(H.spec(), passive_mobs=0, max_steps=1)
-    _, state = H.reset(jax.random.key(0), params, H.STATIC)
-    obs, new, _, term, trunc, info = E.step_autoreset(
-        jax.random.key(1), state, spaces.NOOP_ACTION, params, H.STATIC
-    )
-    assert bool(trunc) and not bool(term)
-    assert int(new.steps) == 0  # already the next episode
-    assert set(obs) == set(spaces.observation_space(rgb=False).spaces)
 
 
 def test_write_mp4_round_trip(tmp_path):
