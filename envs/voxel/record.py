@@ -85,39 +85,6 @@ def write_mp4(path: str, frames: np.ndarray, fps: int = 20) -> None:
             container.mux(packet)
 
 
-def write_png(path: str, image: np.ndarray) -> None:
-    """Write one uint8 [H, W, 3] image as PNG (PyAV's image2 muxer)."""
-    image = np.ascontiguousarray(image, np.uint8)
-    with av.open(path, mode="w", format="image2") as container:
-        stream = container.add_stream("png")
-        stream.width, stream.height = image.shape[1], image.shape[0]
-        stream.pix_fmt = "rgb24"
-        for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
-            container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-
-
-def render_strip(
-    tasks, path: str, seed: int = 0, steps: int = 40, height: int = 160, width: int = 256
-):
-    """A PNG strip of one frame per task, after ``steps`` of the scripted policy (README figure)."""
-    static = VoxelStaticConfig(render=True, height=height, width=width)
-    frames = []
-    pool = None
-    for task in tasks:
-        spec = resolve_task(task)
-        params = E.make_params(spec, static, seed=seed, pool=pool)
-        pool = params.pool
-        video, _, _ = rollout_frames(
-            jax.random.key(seed), params, jnp.int32(scripted.mode_for(spec)), static, steps, False
-        )
-        frames.append(np.asarray(video[-1]))
-    strip = np.concatenate([np.pad(f, ((0, 0), (0, 2), (0, 0))) for f in frames], axis=1)
-    write_png(path, strip[:, :-2])
-    return strip
-
-
 def record(cfg: RecordConfig) -> dict:
     """Run and write the episode; returns a summary (steps, success, path)."""
     spec = resolve_task(cfg.task)
