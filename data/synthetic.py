@@ -432,6 +432,8 @@ def caption(behaviour: Behaviour, truth: dict, rng: np.random.Generator) -> str:
         where = when  # "look for the ocean in the ocean" reads wrong
     else:
         where = f"in the {biome}" if rng.random() < 0.5 else f"in the {biome} {when}"
+    if "{where}" not in template and "{when}" not in template and rng.random() < 0.7:
+        template += " {where}"  # most captions say where: clips differ by biome, not just act
     return " ".join(template.format(where=where, when=when).split())
 
 
