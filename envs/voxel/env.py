@@ -1444,7 +1444,7 @@ def _render_assets():
     # Built eagerly even when first needed inside a trace, and cached as concrete arrays.
     with jax.ensure_compile_time_eval():
         assets = make_render_assets(T.BLOCK_NAMES, T.MOB_NAMES)
-        return jax.tree.map(np.asarray, assets)
+        return jax.tree.map(jnp.asarray, assets)  # concrete device arrays, never tracers
 
 
 @functools.cache
