@@ -3,6 +3,7 @@
 import dataclasses
 
 import av
+import jax
 import numpy as np
 import pytest
 
@@ -99,3 +100,14 @@ def test_play_key_map():
     assert spaces.ACTION_SPACE.contains(a.astype(np.int64))
     b = keys_to_action({}, (30, -30), spaces.FN_NOOP)
     assert b[3] == 24 and b[4] == 0  # clipped to +-180 degrees
+
+
+def test_scene_for_the_renderer():
+    params = H.params_for(H.spec(mobs=("cow",)), passive_mobs=0)
+    _, state = H.reset(jax.random.key(0), params, H.STATIC)
+    sc = E.scene(state)
+    np.testing.assert_allclose(np.asarray(sc.eye_pos), np.asarray(state.player.pos) + [0, 1.62, 0])
+    assert sc.blocks.shape == (H.STATIC.size_x, H.STATIC.size_y, H.STATIC.size_z)
+    assert sc.mob_pos.shape == (H.STATIC.max_mobs, 3)
+    assert int(sc.mob_type[0]) == spaces.entity_id("cow") and bool(sc.mob_alive[0])
+    assert 0.0 <= float(sc.daylight) <= 1.0
