@@ -570,36 +570,49 @@ def _shade_tile(o, d, ray: _Ray, hit_id, mob_hit, mobs, hurt, daylight, assets, 
         f = jnp.clip((t - fog0) / fog_len, 0.0, 1.0)[:, None]
         return rgb * (1 - f) + sky * f
 
-    # Opaque layer: nearest of block and mob.
     mt, mm, mk, ma = mob_hit
     pos, yaw, mtype, variant = mobs
-    xa, za = _mob_frame(pos[mm], yaw[mm])  # [N, 3]
-    p = o + d * jnp.minimum(mt, cfg.max_distance)[:, None] - pos[mm]
-    pl = jnp.stack([jnp.sum(p * xa, -1), p[:, 1], jnp.sum(p * za, -1)], -1)
-    lo = assets.mob_lo[mtype[mm], variant[mm], mk]  # [N, 3]
-    rel = (pl - lo) * TEX
-    # u, v along the two axes of the face (local axis ma).
-    u = jnp.where(ma == 0, rel[:, 2], rel[:, 0])
-    v = jnp.where(ma == 1, rel[:, 2], -rel[:, 1])
-    ui = jnp.floor(u).astype(jnp.int32) % TEX
-    vi = jnp.floor(v).astype(jnp.int32) % TEX
-    tex = assets.mob_box_tex[mtype[mm], variant[mm], mk]
-    mob_rgb = assets.mob_tex[tex, vi, ui].astype(jnp.float32) / 255.0
-    d_loc_y = dy  # mob frames are yaw-only, so local y == world y
-    mob_rgb = mob_rgb * (_axis_shade(ma, d_loc_y) * light)[:, None]
-    h = (0.6 * jnp.clip(hurt[mm], 0.0, 1.0))[:, None]
-    mob_rgb = mob_rgb * (1 - h) + jnp.asarray([0.85, 0.1, 0.1]) * h
 
+    def mob_color(_):
+        xa, za = _mob_frame(pos[mm], yaw[mm])  # [N, 3]
+        p = o + d * jnp.minimum(mt, cfg.max_distance)[:, None] - pos[mm]
+        pl = jnp.stack([jnp.sum(p * xa, -1), p[:, 1], jnp.sum(p * za, -1)], -1)
+        lo = assets.mob_lo[mtype[mm], variant[mm], mk]  # [N, 3]
+        rel = (pl - lo) * TEX
+        # u, v along the two axes of the face (local axis ma); textures repeat every block.
+        u = jnp.where(ma == 0, rel[:, 2], rel[:, 0])
+        v = jnp.where(ma == 1, rel[:, 2], -rel[:, 1])
+        ui = jnp.floor(u).astype(jnp.int32) % TEX
+        vi = jnp.floor(v).astype(jnp.int32) % TEX
+        tex = assets.mob_box_tex[mtype[mm], variant[mm], mk]
+        rgb = assets.mob_tex[tex, vi, ui].astype(jnp.float32) / 255.0
+        # Mob frames only yaw, so a local y face is a world y face.
+        rgb = rgb * (_axis_shade(ma, dy) * light)[:, None]
+        h = (0.6 * jnp.clip(hurt[mm], 0.0, 1.0))[:, None]
+        return rgb * (1 - h) + jnp.asarray([0.85, 0.1, 0.1]) * h
+
+    # Opaque layer: nearest of block and mob. Tiles without a visible mob or translucent
+    # surface skip that shading (lax.cond), which is most tiles.
     hit_t = jnp.where(ray.status == _HIT, ray.t_in, _INF)
     blk_rgb = block_color(hit_id, hit_t, ray.axis)
     mob_front = mt < hit_t
+    rgb = jax.lax.cond(
+        jnp.any(mob_front),
+        lambda _: jnp.where(mob_front[:, None], mob_color(None), blk_rgb),
+        lambda _: blk_rgb,
+        None,
+    )
     t_opq = jnp.minimum(mt, hit_t)
-    rgb = jnp.where(mob_front[:, None], mob_rgb, blk_rgb)
     rgb = jnp.where((t_opq < _INF * 0.5)[:, None], fog(rgb, t_opq), sky)
     # Translucent layer in front of the opaque one.
-    tr_rgb = fog(block_color(ray.tr_id, ray.tr_t, ray.tr_axis), ray.tr_t)
-    a = jnp.where((ray.tr_id > 0) & (ray.tr_t < t_opq), assets.block_alpha[ray.tr_id], 0.0)[:, None]
-    return rgb * (1 - a) + tr_rgb * a
+    in_front = (ray.tr_id > 0) & (ray.tr_t < t_opq)
+
+    def blend(rgb):
+        tr_rgb = fog(block_color(ray.tr_id, ray.tr_t, ray.tr_axis), ray.tr_t)
+        a = jnp.where(in_front, assets.block_alpha[ray.tr_id], 0.0)[:, None]
+        return rgb * (1 - a) + tr_rgb * a
+
+    return jax.lax.cond(jnp.any(in_front), blend, lambda rgb: rgb, rgb)
 
 
 # --------------------------------------------------------------------------------------------

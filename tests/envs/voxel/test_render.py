@@ -233,22 +233,35 @@ def test_distance_fog_hides_far_blocks():
     assert not sky_mask(near).any()
 
 
-def test_jit_and_eager_agree():
-    s = scene(wall("grass", 9), yaw=20.0, pitch=10.0, mobs=[("sheep", (8.0, 7.0, 6.0))])
-    eager = np.asarray(R.render_first_person(s, assets(), CFG))  # op by op, no outer jit
-    np.testing.assert_array_equal(eager, render(s))
-
-
 def test_vmap_matches_per_scene_renders():
+    # vmap goes through the custom batching rule (all tiles of all scenes in one loop) and must
+    # equal the single-scene renders bit for bit.
     scenes = [
         scene(wall("stone", 9), yaw=10.0),
         scene(wall("dirt", 7), yaw=-30.0, pitch=20.0, mobs=[("cow", (8.5, 7.0, 5.5))]),
         scene(grid(stone=[(8, 8, 12)]), pitch=-45.0, daylight=0.3),
+        scene(wall("grass", 9), yaw=20.0, pitch=10.0, mobs=[("sheep", (8.0, 7.0, 6.0))]),
     ]
     batch = jax.tree.map(lambda *x: jnp.stack(x), *scenes)
     out = jax.jit(jax.vmap(lambda s: R.render_first_person(s, assets(), CFG)))(batch)
     singles = np.stack([render(s) for s in scenes])
     np.testing.assert_array_equal(np.asarray(out), singles)
+
+
+def test_camera_helpers_same_with_and_without_jit():
+    # The full renderer's no-jit run costs a second big compile (~30 s on the shared CPU); its
+    # traced helpers are checked here, the renderer itself under jit and under jit(vmap).
+    args = (jnp.asarray([[1.0, 2.0, 9.0], [3.0, 4.0, 5.0]]), jnp.asarray(EYE), 33.0, -12.0)
+    eager = R.project_points(*args, CFG)
+    jitted = jax.jit(R.project_points, static_argnames="cfg")(*args, cfg=CFG)
+    for e, j in zip(eager, jitted, strict=True):
+        np.testing.assert_allclose(e, j, rtol=1e-6)
+    np.testing.assert_allclose(
+        R.ray_directions(10.0, 5.0, CFG),
+        jax.jit(R.ray_directions, static_argnames="cfg")(10.0, 5.0, cfg=CFG),
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 def test_textures_deterministic_distinct_and_fallback():
