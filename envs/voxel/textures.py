@@ -471,6 +471,11 @@ def _block_recipe(raw_name: str) -> _Block:
             lo,
             hi,
         )
+    if n in ("waterlily", "lily_pad"):
+        yy, xx = np.mgrid[0:TEX, 0:TEX] + 0.5
+        pad = ((yy - 8) ** 2 + (xx - 8) ** 2 < 56) & ~((xx > 8) & (np.abs(yy - 8) < 1.5))
+        img = _noise(r, "#2f7a20", 12)
+        return _Block(_faces(_rgba(img, np.where(pad, 255, 0))), KIND_SPECIAL, hi=(1, 1 / 64, 1))
     if n in ("glowstone", "sea_lantern"):
         return _Block(_faces(_rgba(_noise(r, "#e8c070", 20))), emit=1.0)
     if n in ("netherrack",):
