@@ -27,8 +27,13 @@ CPU time per frame, best of 4-5, variants compiled and run interleaved in one pr
 - mobs: testing every relevant mob on whole tiles cost as much as the block march; testing
   only the 64-column window its bounding sphere projects to cut mob cost to a few percent.
 - max_distance 24 instead of 32: about 15% faster (not the default: the world is 64 wide).
-Where the time goes now (demo scenes): the DDA loops, then shading; the per-kernel dispatch of
-XLA's CPU while loops is a large share at 4096 rays per tile.
+- parallel_tiles 10/40/160 (vmapped tile kernel): about 6x slower on CPU (conds run both
+  branches); one tile per frame (tile_rows 160): about 2x slower (loop runs to the slowest ray).
+Open finding: the naive baseline's step is lean (about 7.5 ns per ray-step against about 29
+for this renderer's step with bricks and special-block tests), so in process CPU time it was
+faster per frame in a later run (18-28 vs 33-50 ms/frame) even though it marches every ray the
+full 59 steps; the wall-clock ratio printed here swung between 0.5x and 3x under the shared
+load. The next speed step is a leaner inner step (fewer live arrays, no per-step reductions).
 """
 
 from __future__ import annotations

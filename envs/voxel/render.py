@@ -25,8 +25,9 @@ Why it is fast enough on a CPU:
   and translucent blocks run only on the steps where some ray of the tile is in such a block
   (`lax.cond`).
 - Mobs are tested only in the tiles their projected bounding sphere overlaps.
-On a GPU set `parallel_tiles` to process many tiles at once (the loops are vmapped, bounds stay
-fixed). `benchmarks/render_throughput.py` measures frames/s against a naive baseline.
+On a GPU, `parallel_tiles` processes many tiles at once (the loops are vmapped, bounds stay
+fixed; not measured yet). `benchmarks/render_throughput.py` measures frames/s against a naive
+fixed-step ray marcher and records what was tried.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ class RenderConfig:
         is bounded by it (cost grows linearly with it).
       fog_start: fraction of `max_distance` where fog begins.
       tile_rows: image rows per tile (one early-exit loop per tile).
-      parallel_tiles: tiles processed together (1 on CPU; raise on GPU/TPU).
+      parallel_tiles: tiles processed together by vmapping the tile kernel. Keep 1 on CPU
+        (vmapped, the per-tile conds run both branches: about 6x slower there); meant for
+        GPU/TPU, where it has not been measured yet.
       brick_size: edge of the empty-space bricks rays skip in one step (power of two).
     """
 
