@@ -272,7 +272,8 @@ class TaskParams:
         place_t = np.zeros(spaces.NUM_ITEMS, f32)
         biome_t = np.zeros(spaces.NUM_BIOME_IDS, bool)
         # Reward terms come from the category (MineDojo's meta classes).
-        if spec.category == "harvest":
+        # Playthrough rewards its trophy (the dragon egg) like a harvest target.
+        if spec.category in ("harvest", "playthrough"):
             for name, w in zip(spec.target_names, spec.weights):
                 inv_w[spaces.item_id(name)] += w
         elif spec.category == "combat":

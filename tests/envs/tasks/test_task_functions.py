@@ -88,5 +88,6 @@ def test_playthrough_succeeds_on_the_dragon_egg():
         _signals(kills={"ender_dragon": 1}),
         _signals(kills={"ender_dragon": 1}, inventory={"dragon_egg": 1}),
     ]
-    _, success = _run("playthrough", seq)
+    rewards, success = _run("playthrough", seq)
     assert success == [False, True]
+    assert rewards == [0.0, 10.0]  # MineDojo's intended +10 for the egg, which its code never paid
