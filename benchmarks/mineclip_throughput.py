@@ -18,7 +18,6 @@ import dataclasses
 import os
 import sys
 import time
-import types
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -30,6 +29,7 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 import mineclip_jax as mcj  # noqa: E402
+from benchmarks.mineclip_parity import import_official  # noqa: E402
 from mineclip_jax import reward as rw  # noqa: E402
 
 WINDOW = 16
@@ -56,29 +56,6 @@ def timed(fn, repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         jax.block_until_ready(fn())
     return (time.perf_counter() - wall0) / repeats, (time.process_time() - cpu0) / repeats
-
-
-def import_official(reference: Path):
-    """The official `MineCLIP` class, imported without the package `__init__` (which starts
-    the MineDojo simulator); the hub tokenizer and kornia are never used here."""
-    import torch
-
-    package_dir = reference / "mineclip"
-    if not (package_dir / "mineclip" / "mineclip.py").is_file():
-        raise SystemExit(f"{reference} is not a MineDojo/MineCLIP checkout")
-    for name in ("transformers", "kornia"):
-        try:
-            __import__(name)
-        except ImportError:
-            stub = types.ModuleType(name)
-            stub.AutoTokenizer = stub.AutoModel = None
-            sys.modules[name] = stub
-    package = types.ModuleType("mineclip")
-    package.__path__ = [str(package_dir)]
-    sys.modules["mineclip"] = package
-    from mineclip.mineclip.mineclip import MineCLIP
-
-    return torch, MineCLIP
 
 
 def bench_jax(cfg: BenchConfig, frames: np.ndarray, window: np.ndarray) -> dict:
