@@ -58,7 +58,7 @@ class PPOConfig:
     """parallel environments (a multiple of the device count and of --num-minibatches)"""
     num_steps: int = 64
     """rollout length per env per update"""
-    total_steps: int = 32_768
+    total_steps: int = 16_384
     """env steps per stage"""
     seed: int = 0
     """random seed (params, envs, sampling)"""
