@@ -4,6 +4,7 @@ Every test renders tiny images (24x32) of a 16^3 grid with the same static confi
 so one compiled renderer serves them all.
 """
 
+import dataclasses
 import functools
 
 import jax
@@ -246,6 +247,34 @@ def test_vmap_matches_per_scene_renders():
     out = jax.jit(jax.vmap(lambda s: R.render_first_person(s, assets(), CFG)))(batch)
     singles = np.stack([render(s) for s in scenes])
     np.testing.assert_array_equal(np.asarray(out), singles)
+
+
+def test_lean_march_matches_plain_step_loop():
+    # The default march (lean air-only steps, full steps only at special/translucent cells)
+    # against the plain per-step loop (lean_steps=0) on mixed scenes. Cell-crossing times are
+    # accumulated differently (brick jumps recompute them), so a texel or a grazed edge may
+    # round the other way in rare pixels; on these scenes the pictures are identical.
+    rng = np.random.default_rng(7)
+    b = np.zeros((N, N, N), np.uint8)
+    b[:, :6, :] = ID["dirt"]
+    b[:, 6, :] = ID["grass"]
+    b[rng.random((N, N, N)) < 0.04] = ID["stone"]
+    b[3:7, 7:10, 9:13] = ID["leaves"]
+    b[9:14, 6, 5:10] = ID["water"]
+    b[2:5, 7, 4:8] = ID["white_carpet"]
+    b[:, 9:, :] = np.where(rng.random((N, N - 9, N)) < 0.02, ID["leaves"], 0)
+    b[EYE[0].__int__() - 1 : 10, 8:10, 2:4] = 0  # keep the eye in air
+    scenes = [
+        scene(b, yaw=yaw, pitch=pitch, mobs=[("pig", (9.0, 7.0, 9.0))], daylight=light)
+        for yaw, pitch, light in [(0.0, 20.0, 1.0), (140.0, 35.0, 0.5), (-60.0, -10.0, 1.0)]
+    ]
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *scenes)
+    ref_cfg = dataclasses.replace(CFG, lean_steps=0)
+    fast = np.asarray(jax.jit(R.render_batch, static_argnames="cfg")(batch, assets(), CFG))
+    ref = np.asarray(jax.jit(R.render_batch, static_argnames="cfg")(batch, assets(), ref_cfg))
+    assert not np.all(fast == fast[:, :1, :1])  # something is drawn
+    same = np.all(fast == ref, axis=-1)
+    assert same.mean() >= 0.995, same.mean()
 
 
 def test_camera_helpers_same_with_and_without_jit():
