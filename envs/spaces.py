@@ -889,6 +889,14 @@ NUM_SMELT = len(_SMELT)
 _CRAFT_IDS = {name: i for i, name in enumerate(CRAFT_SMELT_ITEMS)}
 
 
+def _name_at(names: tuple[str, ...], index: int, what: str) -> str:
+    """``names[index]``, with an error naming the table when the id is out of range."""
+    index = int(index)
+    if not 0 <= index < len(names):
+        raise IndexError(f"{what} id {index} out of range [0, {len(names)})")
+    return names[index]
+
+
 def _normalise(name: str) -> str:
     name = name.strip().lower()
     if name.startswith("minecraft:"):
@@ -912,10 +920,7 @@ def item_id(name: str) -> int:
 
 def item_name(index: int) -> str:
     """Item name of an item id (0 -> ``"air"``)."""
-    index = int(index)
-    if not 0 <= index < NUM_ITEMS:
-        raise IndexError(f"item id {index} out of range [0, {NUM_ITEMS})")
-    return ITEMS[index]
+    return _name_at(ITEMS, index, "item")
 
 
 def block_id(name: str) -> int:
@@ -932,10 +937,7 @@ def block_id(name: str) -> int:
 
 def block_name(index: int) -> str:
     """Block name of a block id."""
-    index = int(index)
-    if not 0 <= index < NUM_BLOCKS:
-        raise IndexError(f"block id {index} out of range [0, {NUM_BLOCKS})")
-    return BLOCKS[index]
+    return _name_at(BLOCKS, index, "block")
 
 
 def craft_index(name: str) -> int:
@@ -984,10 +986,7 @@ def entity_id(name: str) -> int:
 
 def entity_name(index: int) -> str:
     """Mob name of an entity id."""
-    index = int(index)
-    if not 0 <= index < NUM_ENTITIES:
-        raise IndexError(f"entity id {index} out of range [0, {NUM_ENTITIES})")
-    return ENTITIES[index]
+    return _name_at(ENTITIES, index, "entity")
 
 
 # ---------------------------------------------------------------------------------------------
