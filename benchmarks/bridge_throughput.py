@@ -2,12 +2,18 @@
 
     python benchmarks/bridge_throughput.py            # all three figures
     python benchmarks/bridge_throughput.py --only cartpole --seconds 5
+    python benchmarks/bridge_throughput.py --only frames --envs-per-worker 1
 
 1. ``slow``: 32 simulated Java instances (20 +/- 5 steps/s each). Async ``recv()`` with
    batch_size=8 vs synchronous ``step()`` waiting for all 32, each as a fraction of the ideal
    (32 instances always busy: 32 / E[step time] = 32 x 19.58 = 626.6 steps/s).
 2. ``cartpole``: CartPole-v1, 8 envs, steps/s of ``step()`` vs ``gymnasium.vector.AsyncVectorEnv``.
 3. ``frames``: the same with 160x256x3 uint8 observations, vs AsyncVectorEnv(shared_memory=True).
+
+In 2 and 3 ``ProcessVectorEnv`` hosts ``--envs-per-worker`` envs per worker process (default 4:
+2 workers for 8 envs, one per core of the 2-core development machine); ``AsyncVectorEnv`` has
+one process per env by design. Both copy observations out of shared memory (``copy=True``).
+The slow benchmark uses one env per worker (each stands for a Java process).
 
 The machine's load average is printed beside the figures: on a shared CPU they move with it.
 """
@@ -37,6 +43,7 @@ class BenchConfig:
     fast_envs: int = 8  # CartPole envs
     seed: int = 0
     rounds: int = 6  # alternating timing windows per comparison
+    envs_per_worker: int = 4  # ProcessVectorEnv setting in the CartPole and frame comparisons
 
 
 def _load() -> str:
@@ -148,7 +155,10 @@ def _compare(label: str, make_ours, make_baseline, cfg: BenchConfig) -> None:
     base = np.asarray(rates["AsyncVectorEnv"])
     ours = np.asarray(rates["ProcessVectorEnv"])
     ratios = ours / base
-    print(f"[{label}] {cfg.fast_envs} envs, {cfg.rounds} paired windows ({_load()})")
+    print(
+        f"[{label}] {cfg.fast_envs} envs, ProcessVectorEnv envs_per_worker={cfg.envs_per_worker}, "
+        f"{cfg.rounds} paired windows ({_load()})"
+    )
     print(f"[{label}]   AsyncVectorEnv  : {np.median(base):9.0f} steps/s (median)")
     print(f"[{label}]   ProcessVectorEnv: {np.median(ours):9.0f} steps/s (median)")
     print(
@@ -170,7 +180,7 @@ def bench_cartpole(cfg: BenchConfig) -> None:
     n = cfg.fast_envs
     _compare(
         "cartpole",
-        lambda: ProcessVectorEnv("CartPole-v1", n),
+        lambda: ProcessVectorEnv("CartPole-v1", n, envs_per_worker=cfg.envs_per_worker),
         lambda: gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * n),
         cfg,
     )
@@ -180,7 +190,9 @@ def bench_frames(cfg: BenchConfig) -> None:
     n = cfg.fast_envs
     _compare(
         "frames 160x256x3",
-        lambda: ProcessVectorEnv("envs.bridge.testing:cartpole_frames", n),
+        lambda: ProcessVectorEnv(
+            "envs.bridge.testing:cartpole_frames", n, envs_per_worker=cfg.envs_per_worker
+        ),
         lambda: gym.vector.AsyncVectorEnv([testing.cartpole_frames] * n, shared_memory=True),
         cfg,
     )
@@ -190,8 +202,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["slow", "cartpole", "frames"], default=None)
     parser.add_argument("--seconds", type=float, default=BenchConfig.seconds)
+    parser.add_argument("--envs-per-worker", type=int, default=BenchConfig.envs_per_worker)
+    parser.add_argument("--rounds", type=int, default=BenchConfig.rounds)
     args = parser.parse_args()
-    cfg = BenchConfig(seconds=args.seconds)
+    cfg = BenchConfig(
+        seconds=args.seconds, envs_per_worker=args.envs_per_worker, rounds=args.rounds
+    )
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {_load()}")
     benches = {"slow": bench_slow, "cartpole": bench_cartpole, "frames": bench_frames}
     for name, fn in benches.items():

@@ -12,7 +12,9 @@ Standard library only: the worker bootstrap loads it by file path (see ``worker.
 from __future__ import annotations
 
 import array
+import math
 import os
+import select
 import socket
 import struct
 
@@ -30,6 +32,8 @@ class Channel:
         self._buffer = bytearray()
         self._fds: list[int] = []
         self._ancillary_size = socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize)
+        self._poller = select.poll()
+        self._poller.register(sock.fileno(), select.POLLIN)
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -45,6 +49,10 @@ class Channel:
         )
         if sent < len(data):
             self.sock.sendall(data[sent:])
+
+    def wait_readable(self, timeout_s: float) -> bool:
+        """Block until data (or EOF) can be read, at most ``timeout_s``; False on timeout."""
+        return bool(self._poller.poll(max(0, math.ceil(timeout_s * 1000))))
 
     def has_frame(self) -> bool:
         """True if a whole frame is already buffered (``recv`` will not block)."""

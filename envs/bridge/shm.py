@@ -181,6 +181,42 @@ def _read_single(views, structure: Structure, leaves: tuple[Leaf, ...], row: int
     return tuple(values)
 
 
+def single_reader(views: list[np.ndarray], layout: Layout) -> Any:
+    """``read_single`` bound to ``views``; a plain indexing closure when the space is one leaf."""
+    structure = layout.structure
+    if structure.kind == "leaf":
+        view = views[structure.leaf_index]
+        if layout.leaves[structure.leaf_index].is_scalar_discrete:
+            return view.__getitem__  # an np.int64 scalar per row
+        return lambda row: view[row].copy()
+    return lambda row: _read_single(views, structure, layout.leaves, row)
+
+
+def row_writer(views: list[np.ndarray], structure: Structure) -> Any:
+    """``write_row`` bound to ``views`` (the worker's per-step path)."""
+    if structure.kind == "leaf":
+        view = views[structure.leaf_index]
+
+        def write_leaf(row: int, value: Any) -> None:
+            try:
+                view[row] = value
+            except (ValueError, TypeError):
+                write_row(views, structure, row, value)  # raises with the explanation
+
+        return write_leaf
+    return lambda row, value: write_row(views, structure, row, value)
+
+
+def view_rows(views: list[np.ndarray], structure: Structure, rows: slice) -> Any:
+    """Like ``read_rows`` for a slice, but aliasing the buffer instead of copying."""
+    if structure.kind == "leaf":
+        return views[structure.leaf_index][rows]
+    values = [view_rows(views, child, rows) for child in structure.children]
+    if structure.kind == "dict":
+        return dict(zip(structure.keys, values, strict=True))
+    return tuple(values)
+
+
 def write_batch(
     views: list[np.ndarray], structure: Structure, rows: np.ndarray, batch: Any
 ) -> None:

@@ -1,18 +1,23 @@
 """``ProcessVectorEnv``: a fault-tolerant Gymnasium vector env over spawned worker processes.
 
-Each env lives in its own process (a fresh interpreter, never a fork), built from an importable
-factory. Observations, actions, rewards and done flags travel through one shared buffer laid out
-from the spaces (``shm.py``); per step the parent and a worker exchange one tiny message each way
-over a Unix socket. On top of the Gymnasium ``reset``/``step`` API there is an envpool-style async
-API: ``send(actions, env_ids)`` then ``recv()`` returns the first ``batch_size`` envs to finish,
-with ``info["env_id"]`` saying which.
+Envs live in worker processes (fresh interpreters, never forks), built from an importable factory:
+one env per worker by default, or ``envs_per_worker`` envs stepped one after another by each
+worker, which divides the per-step process wake-ups by that number (the win for cheap envs on
+few cores). Observations, actions, rewards and done flags travel through one shared buffer laid out
+from the spaces (``shm.py``); per step the parent and each worker exchange one tiny message each
+way over a Unix socket. On top of the Gymnasium ``reset``/``step`` API there is an envpool-style
+async API: ``send(actions, env_ids)`` then ``recv()`` returns the first ``batch_size`` envs to
+finish, with ``info["env_id"]`` saying which (the envs one command sent to a worker finish
+together).
 
-Faults. Every command has a deadline. A worker that dies, raises, or misses its deadline is killed
-(with everything it launched: each worker leads its own process group) and restarted; its pending
-result is delivered once the replacement has reset, as ``truncated=True`` (or, for a reset, as the
-reset result) with ``info["bridge_fault"]`` saying what happened. Other envs' results are
-untouched: nothing is lost or duplicated. A worker that fails ``max_restarts`` times in a row
-without completing a step raises ``WorkerFailedError`` carrying the end of its log.
+Faults. Every command has a deadline (per env it covers). A worker that dies, raises, or misses its
+deadline is killed (with everything it launched: each worker leads its own process group) and
+restarted; the pending results of its envs are delivered once the replacement has reset them, as
+``truncated=True`` (or, for a reset, as the reset result) with ``info["bridge_fault"]`` saying
+what happened. A worker's other envs lost their episodes with it: each one's next step (or reset)
+is answered the same way. Envs of other workers are untouched: nothing is lost or duplicated. A
+worker that fails ``max_restarts`` times in a row without completing a step raises
+``WorkerFailedError`` carrying the end of its log.
 
 Autoreset. ``autoreset_mode`` is ``AutoresetMode.NEXT_STEP`` (Gymnasium's default; the step
 after an episode ends resets that env, ignores its action and returns reward 0) or
@@ -20,10 +25,16 @@ after an episode ends resets that env, ignores its action and returns reward 0) 
 observation and info are in ``info["final_obs"]`` / ``info["final_info"]``). A fault result has no
 final observation: ``obs`` is the replacement's first observation of a new episode (and in
 NEXT_STEP mode the following step returns that same observation with reward 0 without stepping).
+
+Copies. With ``copy=True`` (default, as ``AsyncVectorEnv``) every returned array is the caller's
+own. With ``copy=False``, ``reset()`` and ``step()`` return observations that are views of the
+shared buffer: valid until the next ``step``/``reset``/``send`` of those envs overwrites them (and
+read-only in spirit: writing into them changes nothing the envs see). ``recv()`` always copies.
 """
 
 from __future__ import annotations
 
+import array
 import atexit
 import collections
 import dataclasses
@@ -31,7 +42,6 @@ import math
 import mmap
 import os
 import pickle
-import select
 import selectors
 import signal
 import socket
@@ -56,10 +66,13 @@ _WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worke
 _LOG_TAIL_LINES = 25
 _MAX_REASON_CHARS = 4000  # an exception message in info["bridge_fault"] (log tails included)
 
-# Slot phases. BUSY phases have a deadline and an expected answer from the worker.
-_STARTING, _ATTACHING, _RESETTING, _STEPPING = "starting", "attaching", "resetting", "stepping"
-_BUILT, _READY, _IDLE, _CLOSED = "built", "ready", "idle", "closed"
-_BUSY = frozenset({_STARTING, _ATTACHING, _RESETTING, _STEPPING})
+# Worker phases. STARTING and ATTACHING expect an answer by a deadline, as does RUNNING with
+# commands in flight.
+_STARTING, _BUILT, _ATTACHING, _RUNNING = "starting", "built", "attaching", "running"
+# Env phases. BUSY phases are owed a result.
+_IDLE, _STEPPING, _RESETTING, _READY = "idle", "stepping", "resetting", "ready"
+_CLOSED = "closed"
+_BUSY = frozenset({_STEPPING, _RESETTING})
 
 Factory = str | Callable[..., gym.Env]
 
@@ -67,13 +80,22 @@ Factory = str | Callable[..., gym.Env]
 class WorkerFailedError(RuntimeError):
     """A worker kept failing; carries the reason and the end of its log."""
 
-    def __init__(self, env_id: int, reason: str, log_path: str, log_tail: str) -> None:
+    def __init__(
+        self,
+        env_id: int,
+        reason: str,
+        log_path: str,
+        log_tail: str,
+        env_ids: Sequence[int] | None = None,
+    ) -> None:
         self.env_id = env_id
+        self.env_ids = list(env_ids) if env_ids is not None else [env_id]
         self.reason = reason
         self.log_path = log_path
         self.log_tail = log_tail
+        which = f"env {env_id}" if len(self.env_ids) == 1 else f"envs {self.env_ids}"
         super().__init__(
-            f"env {env_id}: {reason}\n--- last lines of {log_path} ---\n{log_tail}\n"
+            f"{which}: {reason}\n--- last lines of {log_path} ---\n{log_tail}\n"
             "--- end of log --- (the worker was not restarted again; fix the env or raise "
             "max_restarts)"
         )
@@ -103,33 +125,65 @@ def _describe_exit(code: int | None) -> str:
 
 @dataclasses.dataclass
 class _Result:
-    """A finished command, buffered until ``recv``/``step``/``reset`` hands it out."""
+    """Extras of a finished command (infos, final observation); most results have none."""
 
-    env_id: int
     info: dict[str, Any]
     final_obs: Any = None
     final_info: dict[str, Any] | None = None
 
 
-@dataclasses.dataclass
-class _Slot:
-    """Parent-side state of one env id and its current worker process."""
+class _Command:
+    """A command sent to a worker and not answered yet: "step" or "reset" of ``env_ids``."""
+
+    __slots__ = ("kind", "env_ids", "timeout_s")
+
+    def __init__(self, kind: str, env_ids: list[int], timeout_s: float) -> None:
+        self.kind = kind
+        self.env_ids = env_ids
+        self.timeout_s = timeout_s
+
+
+@dataclasses.dataclass(eq=False)
+class _Env:
+    """Parent-side state of one env id."""
 
     env_id: int
+    worker: int  # index of the worker hosting it
+    phase: str = _IDLE
+    # What the user asked for that is still owed: "step" or "reset" (with its seed/options).
+    owed: str | None = None
+    reset_seed: int | None = None
+    reset_options: dict | None = None
+    faults: list[str] = dataclasses.field(default_factory=list)
+    # Its worker was replaced since it last ran: the episode is gone; the next command resets it.
+    lost: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class _Proc:
+    """Parent-side state of one worker process and the envs it hosts."""
+
+    index: int
+    env_ids: list[int]
     log_path: str
     proc: subprocess.Popen | None = None
     conn: Channel | None = None
     generation: int = 0
     phase: str = _CLOSED
     deadline: float = float("inf")
-    # What the user asked for that is still owed: "step" or "reset" (with its seed/options).
-    owed: str | None = None
-    reset_seed: int | None = None
-    reset_options: dict | None = None
-    faults: list[str] = dataclasses.field(default_factory=list)
+    inflight: collections.deque = dataclasses.field(default_factory=collections.deque)
     consecutive_failures: int = 0
     restarts: int = 0
-    poller: Any = None  # select.poll() on conn, for waiting on this worker alone
+
+    def expecting(self) -> bool:
+        """True while the worker owes the parent a message (so it has a deadline)."""
+        return bool(self.inflight) or self.phase in (_STARTING, _ATTACHING)
+
+    def describe(self) -> str:
+        pid = self.proc.pid if self.proc is not None else "?"
+        if len(self.env_ids) == 1:
+            return f"worker pid {pid}"
+        return f"worker pid {pid} (envs {self.env_ids[0]}-{self.env_ids[-1]})"
 
 
 _LIVE_ENVS: weakref.WeakSet[ProcessVectorEnv] = weakref.WeakSet()
@@ -144,21 +198,29 @@ def _close_live_envs() -> None:
 
 
 class ProcessVectorEnv(gym.vector.VectorEnv):
-    """N envs in N worker processes; see the module docstring for semantics.
+    """N envs in worker processes; see the module docstring for semantics.
 
     Args:
         factory: ``"package.module:function"`` (called with ``factory_kwargs``), a registered
             Gymnasium id such as ``"CartPole-v1"`` (passed to ``gymnasium.make``), or a picklable
             callable returning a ``gymnasium.Env``.
-        num_envs: number of worker processes / envs.
+        num_envs: number of envs.
         batch_size: how many results ``recv()`` returns (default: ``num_envs``).
-        timeout_s: deadline of one ``step`` of one env; past it the worker counts as hung.
-        reset_timeout_s: deadline of one ``reset`` (default: ``timeout_s``).
-        startup_timeout_s: deadline to spawn a worker and build its env.
-        max_restarts: consecutive failures of one env (without a successful step) tolerated.
+        timeout_s: deadline of one ``step`` of one env; past it the worker counts as hung (a
+            command stepping m envs of one worker has m times as long).
+        reset_timeout_s: deadline of one ``reset`` of one env (default: ``timeout_s``).
+        startup_timeout_s: deadline to spawn a worker and build its envs.
+        max_restarts: consecutive failures of one worker (without a successful step) tolerated.
         max_episode_steps: explicit truncation after this many steps (None: env's own limits).
         autoreset_mode: ``AutoresetMode.NEXT_STEP`` or ``AutoresetMode.SAME_STEP``.
-        log_dir: where ``worker-<env_id>.log`` files (stdout+stderr of each worker) are kept.
+        log_dir: where ``worker-<worker index>.log`` files (stdout+stderr of each worker) are kept.
+        envs_per_worker: envs hosted (and stepped in turn) by one worker process; worker ``w``
+            hosts env ids ``w*k .. w*k+k-1`` (the last one fewer if ``k`` does not divide
+            ``num_envs``). 1 (default) for simulators that are processes themselves or slow;
+            ``num_envs / cores`` for cheap envs. A fault in one env restarts its worker and
+            truncates all of that worker's envs.
+        copy: return observations the caller owns (True) or, from ``step``/``reset``, views of
+            the shared buffer valid until those envs are stepped again (False).
         **factory_kwargs: passed to the factory in every worker.
     """
 
@@ -175,9 +237,11 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         log_dir: str | None = None,
+        envs_per_worker: int = 1,
+        copy: bool = True,
         **factory_kwargs: Any,
     ) -> None:
-        if not 1 <= num_envs <= 0xFFFF:  # env ids travel as uint16 notices
+        if not 1 <= num_envs <= 0xFFFF:  # env ids travel as uint16
             raise ValueError(f"num_envs must be in [1, 65535], got {num_envs}")
         batch_size = num_envs if batch_size is None else int(batch_size)
         if not 1 <= batch_size <= num_envs:
@@ -187,6 +251,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"autoreset_mode must be NEXT_STEP or SAME_STEP, got {autoreset_mode}")
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps}")
+        if int(envs_per_worker) < 1:
+            raise ValueError(f"envs_per_worker must be >= 1, got {envs_per_worker}")
 
         self.num_envs = num_envs
         self.batch_size = batch_size
@@ -195,6 +261,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self.startup_timeout_s = float(startup_timeout_s)
         self.max_restarts = int(max_restarts)
         self.autoreset_mode = autoreset_mode
+        self.copy = bool(copy)
+        self.envs_per_worker = min(int(envs_per_worker), num_envs)
+        self.num_workers = math.ceil(num_envs / self.envs_per_worker)
+        self._next_step = autoreset_mode == AutoresetMode.NEXT_STEP
         self._worker_config = {
             "factory": _encode_factory(factory),
             "kwargs": dict(factory_kwargs),
@@ -206,10 +276,21 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._base_seed: int | None = None
         self._failure: WorkerFailedError | None = None
         self._selector = selectors.DefaultSelector()
-        self._slots = [
-            _Slot(i, os.path.join(self.log_dir, f"worker-{i}.log")) for i in range(num_envs)
+        k = self.envs_per_worker
+        self._envs = [_Env(i, i // k) for i in range(num_envs)]
+        self._workers = [
+            _Proc(
+                w,
+                list(range(w * k, min(num_envs, (w + 1) * k))),
+                os.path.join(self.log_dir, f"worker-{w}.log"),
+            )
+            for w in range(self.num_workers)
         ]
-        self._ready: collections.OrderedDict[int, _Result] = collections.OrderedDict()
+        self._all_ids = list(range(num_envs))
+        # NEXT_STEP mode: whether the last result handed out for an env ended its episode (then a
+        # fault before its next step interrupts nothing: the recovery is a plain reset step).
+        self._episode_over = np.zeros(num_envs, np.bool_)
+        self._ready: dict[int, _Result | None] = {}  # insertion order = order of arrival
         self._buffer: mmap.mmap | None = None
         self._buffer_fd = -1
         self._spaces: tuple[gym.Space, gym.Space] | None = None
@@ -228,20 +309,21 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
 
     @property
     def worker_pids(self) -> list[int | None]:
-        """Current worker pid per env id (None while a slot has no live process)."""
-        return [s.proc.pid if s.proc is not None else None for s in self._slots]
+        """Pid of the worker hosting each env id (None while it has no live process)."""
+        pids = [w.proc.pid if w.proc is not None else None for w in self._workers]
+        return [pids[e.worker] for e in self._envs]
 
     @property
     def restart_counts(self) -> list[int]:
-        """How many times each env's worker has been replaced."""
-        return [s.restarts for s in self._slots]
+        """How many times the worker of each env id has been replaced."""
+        return [self._workers[e.worker].restarts for e in self._envs]
 
     # ------------------------------------------------------------------ startup
 
     def _start_all(self) -> None:
-        for slot in self._slots:
-            self._spawn(slot)
-        self._pump(lambda: all(s.phase == _BUILT for s in self._slots))
+        for w in self._workers:
+            self._spawn(w)
+        self._pump(lambda: all(w.phase == _BUILT for w in self._workers))
         obs_space, act_space = self._spaces
         self.single_observation_space = obs_space
         self.single_action_space = act_space
@@ -256,16 +338,16 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._final_views = self._layout.final_obs.views(self._buffer)
         self._action_views = self._layout.action.views(self._buffer)
         self._reward, self._terminated, self._truncated = self._layout.scalar_views(self._buffer)
-        for slot in self._slots:
-            self._send_layout(slot)
-        self._pump(lambda: all(s.phase == _IDLE for s in self._slots))
+        for w in self._workers:
+            self._send_layout(w)
+        self._pump(lambda: all(w.phase == _RUNNING for w in self._workers))
 
-    def _spawn(self, slot: _Slot) -> None:
+    def _spawn(self, w: _Proc) -> None:
         parent_sock, child_sock = socket.socketpair()
-        with open(slot.log_path, "ab") as log:
+        with open(w.log_path, "ab") as log:
             log.write(
-                f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting worker for env {slot.env_id}"
-                f" (restart {slot.restarts}) ===\n".encode()
+                f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting worker {w.index} for envs "
+                f"{w.env_ids} (restart {w.restarts}) ===\n".encode()
             )
             log.flush()
             try:
@@ -275,7 +357,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                         "-u",
                         _WORKER_SCRIPT,
                         str(child_sock.fileno()),
-                        str(slot.env_id),
+                        str(w.index),
                         str(os.getpid()),
                         "1" if self._use_pdeathsig else "0",
                     ],
@@ -288,225 +370,282 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 )
             finally:
                 child_sock.close()
-        slot.proc = proc
-        slot.conn = Channel(parent_sock)
-        slot.generation += 1
-        slot.poller = select.poll()
-        slot.poller.register(slot.conn.fileno(), select.POLLIN)
-        self._selector.register(slot.conn.fileno(), selectors.EVENT_READ, (slot, slot.generation))
-        slot.phase = _STARTING
-        slot.deadline = time.monotonic() + self.startup_timeout_s
-        self._send(slot, b"I" + pickle.dumps(self._worker_config, pickle.HIGHEST_PROTOCOL))
+        w.proc = proc
+        w.conn = Channel(parent_sock)
+        w.generation += 1
+        self._selector.register(w.conn.fileno(), selectors.EVENT_READ, (w, w.generation))
+        w.phase = _STARTING
+        w.deadline = time.monotonic() + self.startup_timeout_s
+        config = {**self._worker_config, "env_ids": w.env_ids}
+        self._send(w, b"I" + pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
 
-    def _send_layout(self, slot: _Slot) -> None:
-        slot.phase = _ATTACHING
-        slot.deadline = time.monotonic() + self.startup_timeout_s
+    def _send_layout(self, w: _Proc) -> None:
+        w.phase = _ATTACHING
+        w.deadline = time.monotonic() + self.startup_timeout_s
         message = b"M" + pickle.dumps(self._layout, pickle.HIGHEST_PROTOCOL)
         try:
-            slot.conn.send_with_fds(message, [self._buffer_fd])
+            w.conn.send_with_fds(message, [self._buffer_fd])
         except OSError:
-            self._fault(slot, self._death_reason(slot))
+            self._fault(w, self._death_reason(w))
 
     # ------------------------------------------------------------------ plumbing
 
-    def _send(self, slot: _Slot, message: bytes) -> bool:
+    def _send(self, w: _Proc, message: bytes) -> None:
         try:
-            slot.conn.send(message)
-            return True
+            w.conn.send(message)
         except OSError:
-            self._fault(slot, self._death_reason(slot))
-            return False
+            self._fault(w, self._death_reason(w))
 
-    def _death_reason(self, slot: _Slot) -> str:
+    def _issue(self, w: _Proc, command: _Command, message: bytes) -> None:
+        """Queue ``command`` on a running worker; its deadline starts when it is at the head."""
+        w.inflight.append(command)
+        if len(w.inflight) == 1:
+            w.deadline = time.monotonic() + command.timeout_s
+        self._send(w, message)
+
+    def _activity(self, w: _Proc) -> str:
+        if w.inflight:
+            return "stepping" if w.inflight[0].kind == "step" else "resetting"
+        return w.phase
+
+    def _death_reason(self, w: _Proc) -> str:
         code = None
-        if slot.proc is not None:
+        if w.proc is not None:
             try:
-                code = slot.proc.wait(timeout=1.0)
+                code = w.proc.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
                 code = None
-        return f"worker pid {slot.proc.pid if slot.proc else '?'} {_describe_exit(code)} while {slot.phase}"
+        return f"{w.describe()} {_describe_exit(code)} while {self._activity(w)}"
 
-    def _kill(self, slot: _Slot) -> None:
-        if slot.conn is not None:
+    def _kill(self, w: _Proc) -> None:
+        if w.conn is not None:
             try:
-                self._selector.unregister(slot.conn.fileno())
+                self._selector.unregister(w.conn.fileno())
             except (KeyError, ValueError):
                 pass
-            slot.conn.close()
-            slot.conn = None
-        if slot.proc is not None:
-            _kill_group(slot.proc)
-            slot.proc = None
+            w.conn.close()
+            w.conn = None
+        if w.proc is not None:
+            _kill_group(w.proc)
+            w.proc = None
 
-    def _fault(self, slot: _Slot, reason: str) -> None:
-        """Kill the worker of ``slot``, then restart it or give up with its log."""
-        self._kill(slot)
-        slot.consecutive_failures += 1
-        slot.faults.append(reason)
-        if slot.consecutive_failures > self.max_restarts:
-            slot.phase = _CLOSED
+    def _fault(self, w: _Proc, reason: str) -> None:
+        """Kill worker ``w``, then restart it or give up with its log.
+
+        Every env of the worker gets ``reason`` in the info of its next result. Envs with a
+        command in flight are answered once the replacement has reset them (``_resume``); the
+        others lost their episodes too and are reset by their next command (``_dispatch``).
+        """
+        self._kill(w)
+        w.inflight.clear()
+        w.deadline = float("inf")
+        w.consecutive_failures += 1
+        for i in w.env_ids:
+            env = self._envs[i]
+            env.faults.append(reason)
+            if env.phase not in _BUSY:
+                env.lost = True
+        if w.consecutive_failures > self.max_restarts:
+            w.phase = _CLOSED
             self._failure = WorkerFailedError(
-                slot.env_id,
-                f"failed {slot.consecutive_failures} times in a row; last: {reason}",
-                slot.log_path,
-                _log_tail(slot.log_path),
+                w.env_ids[0],
+                f"failed {w.consecutive_failures} times in a row; last: {reason}",
+                w.log_path,
+                _log_tail(w.log_path),
+                w.env_ids,
             )
             raise self._failure
-        with open(slot.log_path, "ab") as log:
+        with open(w.log_path, "ab") as log:
             log.write(f"=== bridge: {reason}; restarting ===\n".encode())
-        slot.restarts += 1
-        self._spawn(slot)
+        w.restarts += 1
+        self._spawn(w)
 
-    def _on_message(self, slot: _Slot) -> None:
+    def _on_message(self, w: _Proc) -> None:
         try:
-            message = slot.conn.recv()
+            message = w.conn.recv()
         except (EOFError, OSError):
-            self._fault(slot, self._death_reason(slot))
+            self._fault(w, self._death_reason(w))
             return
         kind = message[:1]
-        if kind == b"D" and slot.phase in (_STEPPING, _RESETTING):
-            self._on_result(slot, message)
-        elif kind == b"K" and slot.phase == _STARTING:
-            self._on_built(slot, pickle.loads(message[1:]))
-        elif kind == b"A" and slot.phase == _ATTACHING:
-            if slot.owed is None:
-                slot.phase = _IDLE
-            else:  # a replacement worker: reset it to deliver what its predecessor owed
-                self._send_reset(slot, after_fault=True)
+        if kind == b"D" and w.inflight:
+            self._on_done(w, message)
+        elif kind == b"K" and w.phase == _STARTING:
+            self._on_built(w, pickle.loads(message[1:]))
+        elif kind == b"A" and w.phase == _ATTACHING:
+            w.phase = _RUNNING
+            w.deadline = float("inf")
+            self._resume(w)
         elif kind == b"E":
             text = message[1:].decode("utf-8", "replace").strip()
             if len(text) > _MAX_REASON_CHARS:
                 text = text[:_MAX_REASON_CHARS] + " [...]"
-            self._fault(slot, f"env raised while {slot.phase}: {text} (traceback in log)")
+            self._fault(w, f"env raised while {self._activity(w)}: {text} (traceback in log)")
         else:
-            self._fault(slot, f"protocol error: unexpected {kind!r} while {slot.phase}")
+            self._fault(w, f"protocol error: unexpected {kind!r} while {self._activity(w)}")
 
-    def _on_built(self, slot: _Slot, spaces: tuple[gym.Space, gym.Space, dict]) -> None:
-        obs_space, act_space, metadata = spaces
-        if self._spaces is None:
-            self._spaces = (obs_space, act_space)
-            self._env_metadata = {k: v for k, v in metadata.items() if k != "autoreset_mode"}
-        elif (obs_space, act_space) != self._spaces:
-            slot.phase = _CLOSED
-            self._kill(slot)
-            raise RuntimeError(
-                f"env {slot.env_id} built spaces {obs_space} / {act_space} that differ from env "
-                f"0's {self._spaces[0]} / {self._spaces[1]}; all envs must share their spaces"
-            )
+    def _on_built(self, w: _Proc, specs: list[tuple[gym.Space, gym.Space, dict]]) -> None:
+        for env_id, (obs_space, act_space, metadata) in zip(w.env_ids, specs, strict=True):
+            if self._spaces is None:
+                self._spaces = (obs_space, act_space)
+                self._env_metadata = {k: v for k, v in metadata.items() if k != "autoreset_mode"}
+            elif (obs_space, act_space) != self._spaces:
+                w.phase = _CLOSED
+                self._kill(w)
+                raise RuntimeError(
+                    f"env {env_id} built spaces {obs_space} / {act_space} that differ from env "
+                    f"0's {self._spaces[0]} / {self._spaces[1]}; all envs must share their spaces"
+                )
         if self._buffer is None:
-            slot.phase = _BUILT
-            slot.deadline = float("inf")
+            w.phase = _BUILT
+            w.deadline = float("inf")
         else:
-            self._send_layout(slot)
+            self._send_layout(w)
 
-    def _send_reset(self, slot: _Slot, after_fault: bool) -> None:
-        seed, options = slot.reset_seed, slot.reset_options
-        if after_fault and slot.owed == "step":
-            seed, options = self._recovery_seed(slot), None
-        slot.phase = _RESETTING
-        slot.deadline = time.monotonic() + self.reset_timeout_s
-        self._send(slot, b"R" + pickle.dumps((seed, options, after_fault), pickle.HIGHEST_PROTOCOL))
+    def _resume(self, w: _Proc) -> None:
+        """A replacement worker is attached: deliver what its predecessor owed, by resets."""
+        owed = [i for i in w.env_ids if self._envs[i].phase in _BUSY]
+        if owed:
+            self._issue_resets(w, owed)
 
-    def _recovery_seed(self, slot: _Slot) -> int | None:
+    def _issue_resets(self, w: _Proc, env_ids: list[int]) -> None:
+        """Reset ``env_ids`` on ``w``: with the user's seed for an owed reset, or as the
+        fault-recovery answer to an owed step (seed derived from the run's seed)."""
+        items = []
+        for i in env_ids:
+            env = self._envs[i]
+            env.lost = False
+            if env.owed == "step":
+                # The step is answered by a new episode's first observation. In NEXT_STEP mode
+                # it counts as truncation (and the worker skips the following step) unless the
+                # episode had already ended, in which case this is just the reset step.
+                truncates = not (self._next_step and self._episode_over[i])
+                items.append((i, self._recovery_seed(w, i), None, truncates))
+            else:
+                items.append((i, env.reset_seed, env.reset_options, False))
+        message = b"R" + pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+        self._issue(w, _Command("reset", env_ids, self.reset_timeout_s * len(env_ids)), message)
+
+    def _recovery_seed(self, w: _Proc, env_id: int) -> int | None:
         if self._base_seed is None:
             return None
-        seq = np.random.SeedSequence([self._base_seed, slot.env_id, slot.restarts])
+        seq = np.random.SeedSequence([self._base_seed, env_id, w.restarts])
         return int(seq.generate_state(1)[0])
 
-    def _on_result(self, slot: _Slot, message: bytes) -> None:
-        info: dict[str, Any] = {}
-        final_obs = final_info = None
-        if len(message) > 1:
-            info, final_info, has_final = pickle.loads(message[1:])
-            if has_final:
-                final_obs = shm.read_single(self._final_views, self._layout.final_obs, slot.env_id)
-        owed = slot.owed
-        fault = "; ".join(slot.faults) if slot.faults else None
-        if slot.phase == _STEPPING:
-            slot.consecutive_failures = 0
-        if fault is not None:
-            info = {**info, "bridge_fault": fault}
-            if owed == "step":  # the episode the fault interrupted ends here, truncated
-                i = slot.env_id
-                self._reward[i], self._terminated[i], self._truncated[i] = 0.0, False, True
-        self._ready[slot.env_id] = _Result(slot.env_id, info, final_obs, final_info)
-        slot.faults = []
-        slot.owed = None
-        slot.phase = _READY
-        slot.deadline = float("inf")
+    def _on_done(self, w: _Proc, message: bytes) -> None:
+        command = w.inflight.popleft()
+        w.deadline = time.monotonic() + w.inflight[0].timeout_s if w.inflight else float("inf")
+        if command.kind == "step":
+            w.consecutive_failures = 0
+        extras = pickle.loads(message[1:]) if len(message) > 1 else None
+        ready = self._ready
+        for i in command.env_ids:
+            env = self._envs[i]
+            extra = extras.get(i) if extras else None
+            result = None
+            if extra is not None:
+                info, final_info, has_final = extra
+                final_obs = None
+                if has_final:
+                    final_obs = shm.read_single(self._final_views, self._layout.final_obs, i)
+                result = _Result(info, final_obs, final_info)
+            if env.faults:
+                result = result or _Result({})
+                result.info = {**result.info, "bridge_fault": "; ".join(env.faults)}
+                if env.owed == "step" and command.kind == "reset":  # a recovery reset
+                    truncates = not (self._next_step and self._episode_over[i])
+                    self._reward[i], self._terminated[i], self._truncated[i] = 0.0, False, truncates
+                env.faults = []
+            ready[i] = result
+            env.owed = None
+            env.phase = _READY
 
     def _pump(self, done: Callable[[], bool]) -> None:
         """Process worker messages and deadlines until ``done()``; every wait is bounded."""
         while not done():
-            busy = [s for s in self._slots if s.phase in _BUSY]
+            busy = [w for w in self._workers if w.expecting()]
             if not busy:
                 raise RuntimeError(
                     "waiting for results but no env is in flight: call send() for more envs "
                     f"(batch_size={self.batch_size}, buffered={len(self._ready)})"
                 )
-            buffered = [s for s in busy if s.conn is not None and s.conn.has_frame()]
-            for slot in buffered:  # already read, select() would not report them
-                self._on_message(slot)
+            buffered = [w for w in busy if w.conn is not None and w.conn.has_frame()]
+            for w in buffered:  # already read, select() would not report them
+                self._on_message(w)
             if buffered:
                 continue
-            timeout = max(0.0, min(s.deadline for s in busy) - time.monotonic())
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
             for key, _ in self._selector.select(timeout):
-                slot, generation = key.data
-                if generation == slot.generation and slot.conn is not None:
-                    self._on_message(slot)
+                w, generation = key.data
+                if generation == w.generation and w.conn is not None:
+                    self._on_message(w)
             now = time.monotonic()
-            for slot in busy:
-                if slot.phase in _BUSY and slot.deadline <= now:
-                    self._timeout_fault(slot)
+            for w in busy:
+                if w.expecting() and w.deadline <= now:
+                    self._timeout_fault(w)
 
-    def _timeout_fault(self, slot: _Slot) -> None:
-        limit = {_STEPPING: self.timeout_s, _RESETTING: self.reset_timeout_s}.get(
-            slot.phase, self.startup_timeout_s
-        )
-        self._fault(slot, f"no answer within {limit:g} s while {slot.phase} (hung); killed")
+    def _timeout_fault(self, w: _Proc) -> None:
+        limit = w.inflight[0].timeout_s if w.inflight else self.startup_timeout_s
+        what = self._activity(w)
+        if len(w.env_ids) > 1:
+            what = f"{what} ({w.describe()})"
+        self._fault(w, f"no answer within {limit:g} s while {what} (hung); killed")
 
-    def _wait_in_order(self, ids: np.ndarray) -> None:
-        """Wait until every env in ``ids`` has a result, blocking on one worker at a time.
+    def _wait_workers(self, workers: Sequence[_Proc]) -> None:
+        """Wait until each of ``workers`` owes nothing, blocking on one worker at a time.
 
         Used when the caller needs all of them anyway (``step``/``reset``), as AsyncVectorEnv
         does: only the worker being waited for wakes the parent, and by the time the parent
         gets to the next ones their answers are usually there already (one non-blocking read,
         no poll). Deadlines are the same as in ``_pump``.
         """
-        for i in ids:
-            slot = self._slots[i]
-            while slot.phase != _READY:
-                if slot.phase not in _BUSY:
-                    raise RuntimeError(f"env {slot.env_id} has nothing in flight ({slot.phase})")
-                conn = slot.conn
+        for w in workers:
+            while w.expecting():
+                conn = w.conn
                 try:
                     if conn.has_frame() or conn.fill(block=False):
                         if conn.has_frame():
-                            self._on_message(slot)
+                            self._on_message(w)
                         continue
                 except (EOFError, OSError):
-                    self._on_message(slot)  # reports the death as a fault
+                    self._on_message(w)  # reports the death as a fault
                     continue
-                timeout_ms = max(0, math.ceil((slot.deadline - time.monotonic()) * 1000))
-                if slot.poller.poll(timeout_ms):
+                timeout = w.deadline - time.monotonic()
+                if timeout > 0 and conn.wait_readable(timeout):
                     continue  # readable (data or EOF): handled at the top of the loop
-                if time.monotonic() >= slot.deadline:
-                    self._timeout_fault(slot)
+                if time.monotonic() >= w.deadline:
+                    self._timeout_fault(w)
 
     # ------------------------------------------------------------------ batches
 
-    def _take(self, env_ids: Sequence[int]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        ids = np.asarray(env_ids, dtype=np.int64)
-        results = [self._ready.pop(int(i)) for i in ids]
-        for slot_id in ids:
-            self._slots[slot_id].phase = _IDLE
-        obs = shm.read_rows(self._obs_views, self._layout.obs.structure, ids)
-        rewards = self._reward[ids]
-        terminated = self._terminated[ids]
-        truncated = self._truncated[ids]
-        infos: dict[str, Any] = {}
+    def _take(
+        self, ids: list[int], copy: bool = True
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        ready, envs = self._ready, self._envs
+        results = [ready.pop(i) for i in ids]
+        for i in ids:
+            envs[i].phase = _IDLE
         size = len(ids)
+        if ids is self._all_ids or ids == self._all_ids:
+            rows: Any = slice(None)
+            if copy:
+                obs = shm.read_rows(self._obs_views, self._layout.obs.structure, rows)
+            else:
+                obs = shm.view_rows(self._obs_views, self._layout.obs.structure, rows)
+            rewards = self._reward.copy()
+            terminated = self._terminated.copy()
+            truncated = self._truncated.copy()
+        else:
+            rows = np.asarray(ids, dtype=np.int64)
+            obs = shm.read_rows(self._obs_views, self._layout.obs.structure, rows)
+            rewards = self._reward[rows]
+            terminated = self._terminated[rows]
+            truncated = self._truncated[rows]
+        if self._next_step:
+            self._episode_over[rows] = terminated | truncated
+        infos: dict[str, Any] = {}
         for k, result in enumerate(results):
+            if result is None:
+                continue
             extra = result.info
             if result.final_obs is not None:
                 extra = {**extra, "final_obs": result.final_obs, "final_info": result.final_info}
@@ -523,79 +662,116 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 f"({self._failure.reason}); close() it and build a new one"
             ) from self._failure
 
-    def _normalize_ids(self, env_ids: Sequence[int] | np.ndarray | None) -> np.ndarray:
+    def _normalize_ids(self, env_ids: Sequence[int] | np.ndarray | None) -> list[int]:
         if env_ids is None:
-            return np.arange(self.num_envs)
+            return self._all_ids
         ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
             raise ValueError(f"env_ids {ids.tolist()} out of range [0, {self.num_envs})")
         if len(np.unique(ids)) != len(ids):
             raise ValueError(f"env_ids {ids.tolist()} contain duplicates")
-        return ids
+        return ids.tolist()
 
-    def _require_idle(self, ids: np.ndarray, what: str) -> None:
-        not_idle = [int(i) for i in ids if self._slots[i].phase != _IDLE]
-        if not_idle:
-            raise RuntimeError(
-                f"{what}: envs {not_idle} still have a command in flight or an undelivered "
-                "result; call recv() until they come back first"
-            )
+    def _require_idle(self, ids: list[int], what: str) -> None:
+        envs = self._envs
+        for i in ids:
+            if envs[i].phase != _IDLE:
+                not_idle = [j for j in ids if envs[j].phase != _IDLE]
+                raise RuntimeError(
+                    f"{what}: envs {not_idle} still have a command in flight or an undelivered "
+                    "result; call recv() until they come back first"
+                )
+
+    def _dispatch(self, ids: list[int]) -> list[_Proc]:
+        """Send a step command for ``ids`` (actions already in shared memory) to their workers.
+
+        An env whose worker was replaced since it last ran is reset instead (see ``_fault``); a
+        worker that is restarting gets its envs' commands when it is back (``_resume``).
+        Returns the workers involved, in order.
+        """
+        envs, workers = self._envs, self._workers
+        groups: dict[int, list[int]] = {}
+        for i in ids:
+            env = envs[i]
+            env.phase = _STEPPING
+            env.owed = "step"
+            group = groups.get(env.worker)
+            if group is None:
+                groups[env.worker] = [i]
+            else:
+                group.append(i)
+        involved = []
+        for index, group in groups.items():
+            w = workers[index]
+            involved.append(w)
+            if w.phase != _RUNNING:
+                continue
+            lost = [i for i in group if envs[i].lost]
+            if lost:
+                group = [i for i in group if not envs[i].lost]
+                self._issue_resets(w, lost)
+                if not group or w.phase != _RUNNING:
+                    continue
+            if len(group) == len(w.env_ids):
+                message = b"S"  # all of the worker's envs, in order
+            else:
+                message = b"S" + array.array("H", group).tobytes()
+            self._issue(w, _Command("step", group, self.timeout_s * len(group)), message)
+        return involved
 
     # ------------------------------------------------------------------ async API
 
     def async_reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None):
         """Start resetting every env; their first observations come back through ``recv()``."""
         self._check_open()
-        ids = np.arange(self.num_envs)
-        self._require_idle(ids, "async_reset()")
-        self._start_resets(ids, seed, options)
+        self._require_idle(self._all_ids, "async_reset()")
+        self._start_resets(seed, options)
 
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Start stepping ``env_ids`` (default: all) with ``actions`` batched in the same order."""
         self._check_open()
         ids = self._normalize_ids(env_ids)
         self._require_idle(ids, "send()")
-        shm.write_batch(self._action_views, self._layout.action.structure, ids, actions)
-        deadline = time.monotonic() + self.timeout_s
-        for i in ids:
-            slot = self._slots[i]
-            slot.phase = _STEPPING
-            slot.deadline = deadline
-            slot.owed = "step"
-            self._send(slot, b"S")
+        rows = slice(None) if ids is self._all_ids else np.asarray(ids, dtype=np.int64)
+        shm.write_batch(self._action_views, self._layout.action.structure, rows, actions)
+        self._dispatch(ids)
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """The first ``batch_size`` results to finish: (obs, reward, terminated, truncated, info).
 
-        ``info["env_id"]`` (int64 ``[batch_size]``) says which env each row belongs to.
+        ``info["env_id"]`` (int64 ``[batch_size]``) says which env each row belongs to. Always
+        copies (the rows are gathered from the shared buffer).
         """
         self._check_open()
         self._pump(lambda: len(self._ready) >= self.batch_size)
-        ids = list(self._ready.keys())[: self.batch_size]
+        ids = list(self._ready)[: self.batch_size]
         obs, rewards, terminated, truncated, infos = self._take(ids)
         infos["env_id"] = np.asarray(ids, dtype=np.int64)
         return obs, rewards, terminated, truncated, infos
 
     # ------------------------------------------------------------------ Gymnasium API
 
-    def _start_resets(
-        self, ids: np.ndarray, seed: int | Sequence[int] | None, options: dict | None
-    ) -> None:
+    def _start_resets(self, seed: int | Sequence[int] | None, options: dict | None) -> None:
+        ids = self._all_ids
         if seed is None:
             seeds: list[int | None] = [None] * len(ids)
         elif isinstance(seed, int | np.integer):
             self._base_seed = int(seed)
-            seeds = [int(seed) + int(i) for i in ids]
+            seeds = [int(seed) + i for i in ids]
         else:
             seeds = [None if s is None else int(s) for s in seed]
             if len(seeds) != len(ids):
                 raise ValueError(f"got {len(seeds)} seeds for {len(ids)} envs")
             self._base_seed = seeds[0]
+        self._episode_over[:] = False
         for i, env_seed in zip(ids, seeds, strict=True):
-            slot = self._slots[i]
-            slot.owed = "reset"
-            slot.reset_seed, slot.reset_options = env_seed, options
-            self._send_reset(slot, after_fault=False)
+            env = self._envs[i]
+            env.owed = "reset"
+            env.phase = _RESETTING
+            env.reset_seed, env.reset_options = env_seed, options
+        for w in self._workers:
+            if w.phase == _RUNNING:
+                self._issue_resets(w, w.env_ids)
 
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict | None = None
@@ -603,42 +779,45 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         """Reset all envs (env ``i`` gets ``seed + i``); discards results not yet received."""
         self._check_open()
         # Let in-flight commands finish (bounded by their deadlines) and drop their results.
-        self._pump(lambda: not any(s.phase in _BUSY for s in self._slots))
+        self._pump(lambda: not any(w.expecting() for w in self._workers))
         for env_id in list(self._ready):
             self._ready.pop(env_id)
-            self._slots[env_id].phase = _IDLE
-        ids = np.arange(self.num_envs)
-        self._start_resets(ids, seed, options)
-        self._wait_in_order(ids)
-        obs, _, _, _, infos = self._take(ids)
+            self._envs[env_id].phase = _IDLE
+        self._start_resets(seed, options)
+        self._wait_workers(self._workers)
+        obs, _, _, _, infos = self._take(self._all_ids, self.copy)
         return obs, infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step all envs and wait for all of them (results ordered by env id)."""
         self._check_open()
-        ids = np.arange(self.num_envs)
-        self.send(actions, ids)
-        self._wait_in_order(ids)
-        return self._take(ids)
+        ids = self._all_ids
+        self._require_idle(ids, "step()")
+        shm.write_batch(self._action_views, self._layout.action.structure, slice(None), actions)
+        self._wait_workers(self._dispatch(ids))
+        return self._take(ids, self.copy)
 
     def close_extras(self, **kwargs: Any) -> None:
         del kwargs
-        for slot in self._slots:
-            if slot.conn is not None:
+        for w in self._workers:
+            if w.conn is not None:
                 try:
-                    slot.conn.send(b"C")
+                    w.conn.send(b"C")
                 except OSError:
                     pass
         # Give workers a moment to close their envs (e.g. stop a JVM) before killing the groups.
         deadline = time.monotonic() + 5.0
-        for slot in self._slots:
-            if slot.proc is not None:
+        for w in self._workers:
+            if w.proc is not None:
                 try:
-                    slot.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     pass
-            self._kill(slot)
-            slot.phase = _CLOSED
+            self._kill(w)
+            w.phase = _CLOSED
+            w.inflight.clear()
+        for env in self._envs:
+            env.phase = _CLOSED
         self._selector.close()
         self._ready.clear()
         for name in ("_obs_views", "_final_views", "_action_views"):
@@ -668,11 +847,14 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
 
     def __del__(self) -> None:
         # ``closed`` is a VectorEnv class attribute: check that __init__ got as far as workers.
-        if "_slots" in self.__dict__ and not self.closed:
+        if "_workers" in self.__dict__ and not self.closed:
             self.close()
 
     def __repr__(self) -> str:
-        return f"ProcessVectorEnv(num_envs={self.num_envs}, batch_size={self.batch_size})"
+        return (
+            f"ProcessVectorEnv(num_envs={self.num_envs}, batch_size={self.batch_size}, "
+            f"envs_per_worker={self.envs_per_worker})"
+        )
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,22 +1,31 @@
-"""The worker process of ``ProcessVectorEnv``: hosts one env, steps it on command.
+"""The worker process of ``ProcessVectorEnv``: hosts one or more envs, steps them on command.
 
-Started by the parent as ``python -u <this file> <socket fd> <env id> <parent pid> <pdeathsig>`` (a fresh interpreter: spawn
-semantics, nothing inherited but the socket). Stdout and stderr go to the worker's log file. The
-wire protocol on the Unix socket (``channel.py`` length-prefixed frames):
+Started by the parent as ``python -u <this file> <socket fd> <worker index> <parent pid>
+<pdeathsig>`` (a fresh interpreter: spawn semantics, nothing inherited but the socket). Stdout and
+stderr go to the worker's log file. A worker hosts the envs with ids ``config["env_ids"]`` (one
+unless the vector env was built with ``envs_per_worker`` > 1) and steps the ones a command names
+one after another. The wire protocol on the Unix socket (``channel.py`` length-prefixed frames):
 
 parent -> worker                                   worker -> parent
-  b"I" + pickle(config dict)  build the env          b"K" + pickle((obs_space, act_space, metadata))
+  b"I" + pickle(config dict)  build the envs         b"K" + pickle([(obs_space, act_space,
+                                                            metadata) per env])
   b"M" + pickle(BridgeLayout), with the buffer fd    b"A"  attached
        attached as SCM_RIGHTS ancillary data
-  b"R" + pickle((seed, options, after_fault))        b"D" [+ pickle((info, final_info, has_final))]
-  b"S"  step the action in shared memory row          b"D" ... (same)
-  b"C"  close                                         (exits)
-                                                     b"E" + "Type: message": the env raised
-Observations, actions, rewards and flags live in shared memory; only small infos are pickled.
+  b"R" + pickle([(env_id, seed, options,             b"D" [+ pickle({env_id: (info, final_info,
+         after_fault), ...])  reset those envs             has_final)})] for the envs whose
+                                                           info is not empty
+  b"S" [+ uint16 env ids]  step those envs (all of    b"D" ... (same)
+       this worker's without ids) with the actions
+       in their shared-memory rows
+  b"C"  close                                        (exits)
+                                                     b"E" + "Type: message": an env raised
+One answer per command, in order. Observations, actions, rewards and flags live in shared memory;
+only non-empty infos are pickled.
 """
 
 from __future__ import annotations
 
+import array
 import ctypes
 import importlib
 import importlib.util
@@ -103,29 +112,46 @@ def build_env(factory: Any, kwargs: dict[str, Any]) -> Any:
     return factory(**kwargs)
 
 
-class _Worker:
-    def __init__(self, conn: Any, env_id: int, shm: Any) -> None:
-        self.conn = conn  # a channel.Channel
+class _Hosted:
+    """One env of this worker and its episode bookkeeping."""
+
+    __slots__ = ("env", "env_id", "episode_steps", "needs_reset", "skip_next_step")
+
+    def __init__(self, env: Any, env_id: int) -> None:
+        self.env = env
         self.env_id = env_id
-        self.shm = shm
-        self.env: Any = None
-        self.max_episode_steps: int | None = None
-        self.same_step = False
         self.episode_steps = 0
         self.needs_reset = False  # NEXT_STEP mode: the next step command resets instead
         self.skip_next_step = False  # NEXT_STEP mode after a fault reset: obs already delivered
 
+
+class _Worker:
+    def __init__(self, conn: Any, index: int, shm: Any) -> None:
+        self.conn = conn  # a channel.Channel
+        self.index = index
+        self.shm = shm
+        self.hosted: list[_Hosted] = []
+        self.by_id: dict[int, _Hosted] = {}
+        self.max_episode_steps: int | None = None
+        self.same_step = False
+
     def serve(self) -> None:
+        recv = self.conn.recv
         while True:
             try:
-                message = self.conn.recv()
+                message = recv()
             except (EOFError, OSError):
                 return  # the parent went away
             command = message[:1]
             if command == b"S":
-                self.step()
+                if len(message) == 1:
+                    self.step(self.hosted)
+                else:
+                    ids = array.array("H")
+                    ids.frombytes(message[1:])
+                    self.step([self.by_id[i] for i in ids])
             elif command == b"R":
-                self.reset(*pickle.loads(message[1:]))
+                self.reset(pickle.loads(message[1:]))
             elif command == b"I":
                 self.init(pickle.loads(message[1:]))
             elif command == b"M":
@@ -138,13 +164,18 @@ class _Worker:
     def init(self, config: dict[str, Any]) -> None:
         self.max_episode_steps = config["max_episode_steps"]
         self.same_step = config["autoreset_mode"] == "SameStep"
-        self.env = build_env(config["factory"], config["kwargs"])
-        spaces = (
-            self.env.observation_space,
-            self.env.action_space,
-            dict(getattr(self.env, "metadata", {}) or {}),
-        )
-        self.conn.send(b"K" + pickle.dumps(spaces, protocol=pickle.HIGHEST_PROTOCOL))
+        specs = []
+        for env_id in config["env_ids"]:
+            # Lets env factories know which env they are (e.g. to pick a per-instance port).
+            os.environ[ENV_ID_VARIABLE] = str(env_id)
+            env = build_env(config["factory"], config["kwargs"])
+            hosted = _Hosted(env, env_id)
+            self.hosted.append(hosted)
+            self.by_id[env_id] = hosted
+            specs.append(
+                (env.observation_space, env.action_space, dict(getattr(env, "metadata", {}) or {}))
+            )
+        self.conn.send(b"K" + pickle.dumps(specs, protocol=pickle.HIGHEST_PROTOCOL))
 
     def attach(self, layout: Any) -> None:
         fds = self.conn.take_fds()  # sent along with the layout message
@@ -155,74 +186,87 @@ class _Worker:
         self.layout = layout
         self.obs_views = layout.obs.views(self.buffer)
         self.final_views = layout.final_obs.views(self.buffer)
-        self.action_views = layout.action.views(self.buffer)
         self.reward, self.terminated, self.truncated = layout.scalar_views(self.buffer)
+        self.read_action = self.shm.single_reader(layout.action.views(self.buffer), layout.action)
+        self.write_obs = self.shm.row_writer(self.obs_views, layout.obs.structure)
+        self.write_final = self.shm.row_writer(self.final_views, layout.obs.structure)
         self.conn.send(b"A")
 
-    def _write_obs(self, views: list, obs: Any) -> None:
-        self.shm.write_row(views, self.layout.obs.structure, self.env_id, obs)
-
-    def _reply(self, info: dict, final_info: dict | None, has_final: bool) -> None:
-        if not info and not has_final:
+    def _reply(self, extras: dict[int, tuple] | None) -> None:
+        if not extras:
             self.conn.send(b"D")
         else:
-            payload = pickle.dumps((info, final_info, has_final), protocol=pickle.HIGHEST_PROTOCOL)
-            self.conn.send(b"D" + payload)
+            self.conn.send(b"D" + pickle.dumps(extras, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def reset(self, seed: int | None, options: dict | None, after_fault: bool) -> None:
-        obs, info = self.env.reset(seed=seed, options=options)
-        self.episode_steps = 0
-        self.needs_reset = False
-        self.skip_next_step = after_fault and not self.same_step
-        self._write_obs(self.obs_views, obs)
-        i = self.env_id
-        self.reward[i], self.terminated[i], self.truncated[i] = 0.0, False, False
-        self._reply(info, None, False)
+    def reset(self, items: list[tuple[int, int | None, dict | None, bool]]) -> None:
+        extras: dict[int, tuple] = {}
+        for env_id, seed, options, after_fault in items:
+            hosted = self.by_id[env_id]
+            obs, info = hosted.env.reset(seed=seed, options=options)
+            hosted.episode_steps = 0
+            hosted.needs_reset = False
+            hosted.skip_next_step = after_fault and not self.same_step
+            self.write_obs(env_id, obs)
+            self.reward[env_id], self.terminated[env_id], self.truncated[env_id] = 0.0, False, False
+            if info:
+                extras[env_id] = (info, None, False)
+        self._reply(extras)
 
-    def step(self) -> None:
-        i = self.env_id
-        if self.skip_next_step or self.needs_reset:
-            # NEXT_STEP autoreset: this step's action is ignored and a fresh episode's first
-            # observation comes back with zero reward.
-            if self.needs_reset:
-                obs, info = self.env.reset()
-                self.episode_steps = 0
-                self._write_obs(self.obs_views, obs)
-            else:
-                info = {}
-            self.skip_next_step = self.needs_reset = False
-            self.reward[i], self.terminated[i], self.truncated[i] = 0.0, False, False
-            self._reply(info, None, False)
-            return
-        action = self.shm.read_single(self.action_views, self.layout.action, i)
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.episode_steps += 1
-        if self.max_episode_steps is not None and self.episode_steps >= self.max_episode_steps:
-            truncated = True  # explicit time-limit truncation, as gymnasium.wrappers.TimeLimit
-        done = bool(terminated or truncated)
-        self.reward[i], self.terminated[i], self.truncated[i] = reward, terminated, truncated
-        if done and self.same_step:
-            self._write_obs(self.final_views, obs)
-            final_info = info
-            obs, info = self.env.reset()
-            self.episode_steps = 0
-            self._write_obs(self.obs_views, obs)
-            self._reply(info, final_info, True)
-            return
-        self._write_obs(self.obs_views, obs)
-        self.needs_reset = done
-        self._reply(info, None, False)
+    def step(self, hosted_envs: list[_Hosted]) -> None:
+        extras: dict[int, tuple] | None = None
+        reward_view, terminated_view, truncated_view = self.reward, self.terminated, self.truncated
+        max_steps = self.max_episode_steps
+        for hosted in hosted_envs:
+            i = hosted.env_id
+            if hosted.skip_next_step or hosted.needs_reset:
+                # NEXT_STEP autoreset: this step's action is ignored and a fresh episode's first
+                # observation comes back with zero reward.
+                if hosted.needs_reset:
+                    obs, info = hosted.env.reset()
+                    hosted.episode_steps = 0
+                    self.write_obs(i, obs)
+                    if info:
+                        extras = extras or {}
+                        extras[i] = (info, None, False)
+                hosted.skip_next_step = hosted.needs_reset = False
+                reward_view[i], terminated_view[i], truncated_view[i] = 0.0, False, False
+                continue
+            obs, reward, terminated, truncated, info = hosted.env.step(self.read_action(i))
+            hosted.episode_steps += 1
+            if max_steps is not None and hosted.episode_steps >= max_steps:
+                truncated = True  # explicit time-limit truncation, as gymnasium.wrappers.TimeLimit
+            reward_view[i], terminated_view[i], truncated_view[i] = reward, terminated, truncated
+            if (terminated or truncated) and self.same_step:
+                self.write_final(i, obs)
+                final_info = info
+                obs, info = hosted.env.reset()
+                hosted.episode_steps = 0
+                self.write_obs(i, obs)
+                extras = extras or {}
+                extras[i] = (info, final_info, True)
+                continue
+            self.write_obs(i, obs)
+            hosted.needs_reset = bool(terminated or truncated) and not self.same_step
+            if info:
+                extras = extras or {}
+                extras[i] = (info, None, False)
+        self._reply(extras)
+
+    def close(self) -> None:
+        for hosted in self.hosted:
+            try:
+                hosted.env.close()
+            except Exception:  # closing is best effort; the parent kills the group anyway
+                traceback.print_exc()
 
 
 def main(argv: list[str]) -> int:
-    fd, env_id, parent_pid, use_pdeathsig = int(argv[1]), int(argv[2]), int(argv[3]), argv[4]
+    fd, index, parent_pid, use_pdeathsig = int(argv[1]), int(argv[2]), int(argv[3]), argv[4]
     _arm_parent_death(parent_pid, use_pdeathsig == "1")
-    # Lets env factories know which env they are (e.g. to pick a per-instance port or run dir).
-    os.environ[ENV_ID_VARIABLE] = str(env_id)
     conn = _load_sibling("channel").Channel(socket.socket(fileno=fd))
     shm = _load_sibling("shm")
-    worker = _Worker(conn, env_id, shm)
-    print(f"[bridge worker {env_id}] pid {os.getpid()} started", file=sys.stderr, flush=True)
+    worker = _Worker(conn, index, shm)
+    print(f"[bridge worker {index}] pid {os.getpid()} started", file=sys.stderr, flush=True)
     try:
         worker.serve()
     except BaseException as err:
@@ -234,11 +278,7 @@ def main(argv: list[str]) -> int:
             pass
         return 1
     finally:
-        if worker.env is not None:
-            try:
-                worker.env.close()
-            except Exception:  # closing is best effort; the parent kills the group anyway
-                traceback.print_exc()
+        worker.close()
     return 0
 
 
