@@ -66,8 +66,8 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 
 def _worker_pids(env) -> list[int]:
-    if isinstance(env, ProcessVectorEnv):
-        return [p for p in env.worker_pids if p is not None]
+    if isinstance(env, ProcessVectorEnv):  # one pid per env: a worker hosting k appears k times
+        return sorted({p for p in env.worker_pids if p is not None})
     return [p.pid for p in env.processes]
 
 

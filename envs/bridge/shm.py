@@ -218,17 +218,22 @@ def view_rows(views: list[np.ndarray], structure: Structure, rows: slice) -> Any
 
 
 def write_batch(
-    views: list[np.ndarray], structure: Structure, rows: np.ndarray, batch: Any
+    views: list[np.ndarray], structure: Structure, rows: np.ndarray | slice, batch: Any
 ) -> None:
-    """Scatter a batched nested value (leading axis = len(rows)) into ``rows``."""
+    """Scatter a batched nested value (leading axis = number of rows) into ``rows``."""
     if structure.kind == "leaf":
         view = views[structure.leaf_index]
         try:
             view[rows] = batch
         except (ValueError, TypeError) as err:
+            ids = (
+                list(range(view.shape[0])[rows])
+                if isinstance(rows, slice)
+                else np.asarray(rows).tolist()
+            )
             raise ValueError(
                 f"batched value of shape {np.shape(batch)} does not fit "
-                f"[{len(rows)}, *{view.shape[1:]}] ({view.dtype}) for env ids {list(rows)}"
+                f"[{len(ids)}, *{view.shape[1:]}] ({view.dtype}) for env ids {ids}"
             ) from err
         return
     for key, child in zip(structure.keys, structure.children, strict=True):

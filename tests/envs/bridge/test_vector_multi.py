@@ -310,3 +310,17 @@ def test_worker_failing_always_gives_up_and_close_leaves_no_processes(tmp_path):
 def test_envs_per_worker_is_validated():
     with pytest.raises(ValueError, match="envs_per_worker"):
         ProcessVectorEnv(COUNTER, 2, envs_per_worker=0)
+
+
+def test_wrong_action_batch_is_refused_with_the_env_ids():
+    env = ProcessVectorEnv(COUNTER, 3, envs_per_worker=2)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ValueError, match=r"does not fit \[3, \*\(\)\].*env ids \[0, 1, 2\]"):
+            env.step(np.zeros(2, np.int64))
+        with pytest.raises(ValueError, match=r"env ids \[1, 2\]"):
+            env.send(np.zeros(3, np.int64), [1, 2])
+        obs, *_ = env.step(np.zeros(3, np.int64))  # still usable
+        np.testing.assert_array_equal(obs[:, 1], [1, 1, 1])
+    finally:
+        env.close()
