@@ -44,13 +44,20 @@ class MLP(nn.Module):
     out_gain: float = np.sqrt(2)
     activation: str = "relu"
     activate_last: bool = False
+    out_bias: Sequence[float] | None = None  # initial output bias (default zeros)
 
     @nn.compact
     def __call__(self, x):
         act = nn.relu if self.activation == "relu" else nn.tanh
         for h in self.hidden:
             x = act(_dense(h)(x))
-        x = _dense(self.out, self.out_gain)(x)
+        bias_init = _zeros
+        if self.out_bias is not None:
+            b0 = np.asarray(self.out_bias, np.float32)
+            bias_init = lambda key, shape, dtype=jnp.float32: jnp.broadcast_to(  # noqa: E731
+                jnp.asarray(b0, dtype), shape
+            )
+        x = nn.Dense(self.out, kernel_init=_ortho(self.out_gain), bias_init=bias_init)(x)
         return act(x) if self.activate_last else x
 
 
@@ -88,6 +95,23 @@ class ImpalaCNN(nn.Module):
         return nn.relu(_dense(self.out)(x))
 
 
+class NatureCNN(nn.Module):
+    """DQN-style encoder (strided convs 4x4/2, 4x4/2, 3x3/1, then Dense): about a quarter of
+    the IMPALA encoder's forward+backward cost on small frames, which matters on a CPU."""
+
+    channels: Sequence[int] = (16, 32, 32)
+    out: int = 256
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.astype(jnp.float32) / 255.0
+        for i, c in enumerate(self.channels):
+            k, s = ((4, 4), (2, 2)) if i < 2 else ((3, 3), (1, 1))
+            x = nn.relu(nn.Conv(c, k, strides=s, kernel_init=_ortho(np.sqrt(2)))(x))
+        x = x.reshape(x.shape[:-3] + (-1,))
+        return nn.relu(_dense(self.out)(x))
+
+
 class MineAgent(nn.Module):
     """The paper's MineAgent (App. F.2; official layer sizes from mineclip-facts §11)."""
 
@@ -95,6 +119,7 @@ class MineAgent(nn.Module):
     num_tasks: int = 1
     num_block_ids: int = 32
     cnn_channels: Sequence[int] = (16, 32, 32)
+    cnn: str = "impala"  # image encoder without MineCLIP: "impala" or "nature"
     image_dim: int = 512
     fusion_dim: int = 512
     feat_hidden: int = 128
@@ -102,6 +127,9 @@ class MineAgent(nn.Module):
     actor_depth: int = 3
     critic_hidden: int = 256
     critic_depth: int = 2
+    # Initial actor logits per action component (a prior over actions; None: uniform). With
+    # orthogonal gain 0.01 on the last layer the initial policy is softmax(prior).
+    action_prior: Sequence[Sequence[float]] | None = None
 
     @nn.compact
     def __call__(self, obs: dict, prev_action=None):
@@ -109,7 +137,10 @@ class MineAgent(nn.Module):
         if "rgb_feat" in obs:
             feats["rgb"] = obs["rgb_feat"].astype(jnp.float32)
         elif "rgb" in obs:
-            feats["rgb"] = ImpalaCNN(self.cnn_channels, self.image_dim, name="rgb_cnn")(obs["rgb"])
+            if self.cnn not in ("impala", "nature"):
+                raise ValueError(f"MineAgent.cnn must be 'impala' or 'nature', got {self.cnn!r}")
+            encoder = ImpalaCNN if self.cnn == "impala" else NatureCNN
+            feats["rgb"] = encoder(self.cnn_channels, self.image_dim, name="rgb_cnn")(obs["rgb"])
         if "prompt" in obs:
             feats["prompt"] = obs["prompt"].astype(jnp.float32)
         elif "task_id" in obs:
@@ -142,7 +173,13 @@ class MineAgent(nn.Module):
         hidden = (self.actor_hidden,) * self.actor_depth
         logits = jnp.concatenate(
             [
-                MLP(hidden, n, 0.01, name=f"actor_head_{k}")(x)
+                MLP(
+                    hidden,
+                    n,
+                    0.01,
+                    name=f"actor_head_{k}",
+                    out_bias=None if self.action_prior is None else self.action_prior[k],
+                )(x)
                 for k, n in enumerate(self.action_dims)
             ],
             axis=-1,

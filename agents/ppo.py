@@ -114,6 +114,10 @@ class PPOConfig:
     """give every task the same SI sampling mass (multi-task replay balancing)"""
     action_space: Literal["compact", "multidiscrete"] = "compact"
     """policy head: the paper's 89 compact actions, or MineDojo's first 6 MultiDiscrete components (factorised)"""
+    action_prior: Literal["uniform", "balanced"] = "balanced"
+    """initial policy over the compact actions: uniform over all 89 (81 are camera turns, so a fresh agent mostly spins) or equal mass on camera turns, movement and use/attack"""
+    cnn: Literal["impala", "nature"] = "impala"
+    """image encoder without MineCLIP: IMPALA residual CNN, or the strided DQN CNN (about 4x cheaper to train on a CPU)"""
     agent_size: Literal["small", "paper"] = "small"
     """MineAgent widths: small (fast on CPU) or the paper's (fusion 512, actor 256x3)"""
     image_size: tuple[int, int] = (48, 64)
@@ -392,10 +396,34 @@ def _mineclip_hooks(cfg: PPOConfig, env: lrn.JaxEnv, prompts: tuple[str, ...]):
     return lrn.RewardHooks(featurize=featurize, init=init, step=step), consts, mc
 
 
+def compact_action_prior(kind: str) -> tuple[float, ...] | None:
+    """Initial logits over the 89 compact actions (None for a uniform policy).
+
+    "balanced" gives the 81 camera turns, the 6 movement actions and {use, attack} a third of the
+    probability each (uniform within a group): under a uniform policy forward has probability
+    2/89 and attack 1/89, so a fresh agent turns in place and rarely reaches anything.
+    """
+    if kind == "uniform":
+        return None
+    if kind != "balanced":
+        raise ConfigError(f"--action-prior must be uniform or balanced, got {kind!r}")
+    from envs import spaces
+
+    names = spaces.COMPACT_NAMES
+    groups = [0 if n.startswith("camera") else 2 if n in ("use", "attack") else 1 for n in names]
+    sizes = np.bincount(groups, minlength=3)
+    return tuple(float(np.log(1.0 / (3.0 * sizes[g]))) for g in groups)
+
+
 def build_network(cfg: PPOConfig, env: lrn.JaxEnv):
     if env.task_names == ("cartpole",):
         return networks.MLPActorCritic(env.action_dims)
     from envs import spaces
+
+    prior = None
+    if cfg.action_space == "compact":
+        p = compact_action_prior(cfg.action_prior)
+        prior = None if p is None else (p,)
 
     size = (
         dict(fusion_dim=512, actor_hidden=256, actor_depth=3, critic_hidden=256, image_dim=512)
@@ -407,6 +435,8 @@ def build_network(cfg: PPOConfig, env: lrn.JaxEnv):
         action_dims=env.action_dims,
         num_tasks=env.num_tasks,
         num_block_ids=int(spaces.NUM_BLOCKS),
+        action_prior=prior,
+        cnn=cfg.cnn,
         **size,
     )
 

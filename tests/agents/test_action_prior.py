@@ -1,0 +1,58 @@
+"""The compact-action prior: group masses and the initial policy it gives."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agents import networks, ppo
+from envs import spaces
+
+
+def _groups():
+    names = spaces.COMPACT_NAMES
+    cam = np.array([n.startswith("camera") for n in names])
+    fun = np.array([n in ("use", "attack") for n in names])
+    return cam, ~cam & ~fun, fun
+
+
+def test_balanced_prior_gives_each_group_a_third():
+    p = np.exp(np.asarray(ppo.compact_action_prior("balanced")))
+    assert p.shape == (spaces.NUM_COMPACT_ACTIONS,)
+    np.testing.assert_allclose(p.sum(), 1.0, rtol=1e-6)
+    cam, mov, fun = _groups()
+    assert (cam.sum(), mov.sum(), fun.sum()) == (81, 6, 2)
+    for g in (cam, mov, fun):
+        np.testing.assert_allclose(p[g].sum(), 1 / 3, rtol=1e-6)
+        np.testing.assert_allclose(p[g], p[g][0])  # uniform inside a group
+    # forward: 1/18 instead of 1/89 under the uniform policy; attack 1/6 instead of 1/89
+    np.testing.assert_allclose(p[spaces.COMPACT_NAMES.index("forward")], 1 / 18, rtol=1e-6)
+    np.testing.assert_allclose(p[spaces.COMPACT_NAMES.index("attack")], 1 / 6, rtol=1e-6)
+
+
+def test_uniform_prior_is_none_and_unknown_kind_is_an_error():
+    assert ppo.compact_action_prior("uniform") is None
+    with pytest.raises(ppo.ConfigError, match="action-prior"):
+        ppo.compact_action_prior("greedy")
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_fresh_agent_policy_is_softmax_of_prior(use_jit):
+    prior = ppo.compact_action_prior("balanced")
+    net = networks.MineAgent(action_dims=(89,), action_prior=(prior,), cnn_channels=(4,),
+                             image_dim=16, fusion_dim=16, feat_hidden=8, actor_hidden=8,
+                             actor_depth=1, critic_hidden=8)  # fmt: skip
+    obs = {"compass": jax.random.normal(jax.random.PRNGKey(1), (5, 4))}
+    params = net.init(jax.random.PRNGKey(0), obs)
+    apply = jax.jit(net.apply) if use_jit else net.apply
+    logits, value = apply(params, obs)
+    assert logits.shape == (5, 89) and value.shape == (5,)
+    probs = np.asarray(jax.nn.softmax(logits, -1))
+    want = np.exp(np.asarray(prior))
+    # gain-0.01 output layer: logits = prior + a small perturbation
+    np.testing.assert_allclose(probs, np.broadcast_to(want, probs.shape), rtol=0.1)
+    uniform = networks.MineAgent(action_dims=(89,), cnn_channels=(4,), image_dim=16,
+                                 fusion_dim=16, feat_hidden=8, actor_hidden=8, actor_depth=1,
+                                 critic_hidden=8)  # fmt: skip
+    lu, _ = uniform.apply(uniform.init(jax.random.PRNGKey(0), obs), obs)
+    np.testing.assert_allclose(jax.nn.softmax(lu, -1), jnp.full((5, 89), 1 / 89), rtol=0.1)
