@@ -324,3 +324,47 @@ def test_wrong_action_batch_is_refused_with_the_env_ids():
         np.testing.assert_array_equal(obs[:, 1], [1, 1, 1])
     finally:
         env.close()
+
+
+def test_hang_with_a_command_queued_behind_it_then_reset_with_commands_in_flight(tmp_path):
+    env = ProcessVectorEnv(
+        COUNTER,
+        4,
+        envs_per_worker=2,
+        batch_size=1,
+        timeout_s=1.0,
+        step_faults={0: ("hang", 1)},
+        once_marker=str(tmp_path / "once"),
+    )
+    try:
+        env.async_reset(seed=0)
+        for _ in range(4):
+            env.recv()
+        env.send(np.array([1]), [0])  # hangs its worker...
+        env.send(np.array([1]), [1])  # ...with this command queued behind it
+        env.send(np.array([1]), [2])  # the other worker is fine
+        got = {}
+        for _ in range(3):
+            obs, rew, term, trunc, info = env.recv()
+            i = int(info["env_id"][0])
+            got[i] = (int(obs[0, 1]), bool(trunc[0]), info.get("bridge_fault", [None])[0])
+        assert got[2] == (1, False, None)
+        for i in (0, 1):
+            step, truncated, reason = got[i]
+            assert step == 0 and truncated
+            assert "no answer within 1 s while stepping (worker pid" in reason
+        # reset() waits out commands in flight, drops undelivered results, resets everything.
+        env.send(np.array([1, 1]), [0, 1])
+        env.send(np.array([1]), [3])
+        obs, info = env.reset(seed=10)
+        np.testing.assert_array_equal(obs[:, 0], [10, 11, 12, 13])
+        np.testing.assert_array_equal(obs[:, 1], [0, 0, 0, 0])
+        assert "bridge_fault" not in info
+        env.send(np.ones(4, np.int64))
+        steps = {}
+        for _ in range(4):
+            obs, *_, info = env.recv()
+            steps[int(info["env_id"][0])] = int(obs[0, 1])
+        assert steps == {0: 1, 1: 1, 2: 1, 3: 1}
+    finally:
+        env.close()
