@@ -1141,10 +1141,54 @@ def _update_mobs(state: VoxelState, key, params: VoxelParams, static: VoxelStati
 
 
 def step(key, state: VoxelState, action, params: VoxelParams, static: VoxelStaticConfig):
-    """One game tick. -> (obs, state, reward, terminated, truncated, info)."""
+    """One env step: ``static.action_repeat`` game ticks (one by default).
+
+    -> (obs, state, reward, terminated, truncated, info). With a repeat of k > 1 the camera turn
+    and the one-shot functional actions (use, drop, craft, equip, place, destroy) act on the
+    first tick only, movement, jump, sneak/sprint and attack are held for all k ticks (holding
+    attack is how blocks are mined), and the step stops at the tick the episode ends. Rewards
+    (``reward``, ``info["dense_reward"]``) are summed over the ticks, ``success``/``dead`` are
+    those of the last tick run, and one observation (one rendered frame) is made at the end.
+    """
     action = jnp.asarray(action).astype(I32)
     chex.assert_shape(action, (8,))
     action = jnp.clip(action, 0, jnp.asarray(spaces.ACTION_NVEC) - 1)
+    k = static.action_repeat
+    keys = jax.random.split(key, k) if k > 1 else key[None]
+    state, reward, terminated, truncated, info = _tick(keys[0], state, action, params, static)
+    if k > 1:
+        held = jnp.where(
+            action[5] == spaces.FN_ATTACK, action[5], 0
+        )  # attack is held, other functional actions are one-shot
+        later = action.at[3].set(_CAMERA_CENTER).at[4].set(_CAMERA_CENTER).at[5].set(held)
+
+        def tick(carry, key):
+            state, reward, term, trunc, info = carry
+            s2, r2, te2, tr2, i2 = _tick(key, state, later, params, static)
+            live = ~(term | trunc)
+            pick = lambda a, b: jnp.where(live, a, b)  # noqa: E731
+            return (
+                jax.tree.map(pick, s2, state),
+                reward + jnp.where(live, r2, 0.0),
+                term | (live & te2),
+                trunc | (live & tr2),
+                {
+                    **jax.tree.map(pick, i2, info),
+                    "dense_reward": info["dense_reward"] + jnp.where(live, i2["dense_reward"], 0.0),
+                },
+            ), None
+
+        (state, reward, terminated, truncated, info), _ = jax.lax.scan(
+            tick, (state, reward, terminated, truncated, info), keys[1:]
+        )
+    return observe(state, params, static), state, reward, terminated, truncated, info
+
+
+_CAMERA_CENTER = spaces.CAMERA_NOOP_BIN  # MultiDiscrete camera bin of a zero turn
+
+
+def _tick(key, state: VoxelState, action, params: VoxelParams, static: VoxelStaticConfig):
+    """One game tick -> (state, reward, terminated, truncated, info); no observation."""
     m = static.max_mobs
     u = jax.random.uniform(key, (3 * m + 6,))  # all randomness of the step in one draw
     k_mob, k_use, k_attack = u[: 3 * m + 3], u[3 * m + 3], u[3 * m + 4 : 3 * m + 6]
@@ -1246,7 +1290,7 @@ def step(key, state: VoxelState, action, params: VoxelParams, static: VoxelStati
     terminated = success | dead | any_kill
     truncated = (state.steps >= params.max_steps) & ~terminated
     info = {"success": success, "signals": sig, "dense_reward": dense, "dead": dead}
-    return observe(state, params, static), state, reward, terminated, truncated, info
+    return state, reward, terminated, truncated, info
 
 
 def step_autoreset(key, state: VoxelState, action, params: VoxelParams, static: VoxelStaticConfig):

@@ -30,6 +30,10 @@ class VoxelStaticConfig:
     fov_deg: float = 70.0  # vertical field of view of the camera
     voxel_size: int = 3  # edge of the voxels observation cube
     num_trees: int = 48  # tree candidate sites per world (biome decides which grow)
+    # Game ticks per env step (frame skip). The camera turn and one-shot functional actions
+    # (use, drop, craft, equip, place, destroy) apply on the first tick; movement, jump,
+    # sneak/sprint and attack are held for every tick; one frame is rendered at the end.
+    action_repeat: int = 1
 
     def __post_init__(self):
         if min(self.size_x, self.size_z) < 16 or self.size_y < 16:
@@ -42,6 +46,8 @@ class VoxelStaticConfig:
             raise ValueError("max_mobs must be >= max_initial_mobs")
         if self.voxel_size % 2 != 1:
             raise ValueError(f"voxel_size must be odd, got {self.voxel_size}")
+        if self.action_repeat < 1:
+            raise ValueError(f"action_repeat must be >= 1 game tick, got {self.action_repeat}")
         if self.size_y > 255:
             raise ValueError("size_y must be < 256 (heights are stored as uint8)")
 
