@@ -50,6 +50,37 @@ The accumulated crossing times also exposed a bug of the old loop: a ray leaving
 through a side face could round its exit time below the slab's and step into a wrapped cell
 (the gather has no bounds test), drawing a noisy band of ground colours in the sky at the
 world's edge; both loops now stop 1e-3 short of the slab exit.
+Issue #3 pass (CPU time per frame, demo scenes, batch 16 unless said, old module imported next
+to the new one in one process, best of 3-4, load average 4-7.5 on the shared 2 cores; every
+variant below gave pixel-identical frames to the previous renderer):
+- where the time went (parts swapped for stubs): march 16-18, mobs 14, shading under 1 of
+  about 31 ms/frame.
+- mobs: the K=9 boxes of a mob unrolled with a running nearest hit instead of [n, K, 3]
+  temporaries + argmin + take_along_axis, and the narrowest of 32/64/128-column windows
+  instead of 64-or-whole-tile: 30.0 -> 24.7 ms/frame (mobs about 14 -> 5).
+- lean steps one per iteration of an inner fori_loop instead of unrolled in the tile loop's
+  body: the optimized HLO showed each of the nine loop outputs' fusions recomputing the whole
+  unrolled chain of steps (about 1,100 ops per ray per 4 steps; 19 fusions): 24.7 -> 19.0 at
+  lean_steps 4, 18.0 at 8 (the new default), 18.9 at 12, 20.1 at 16. Old vs new together:
+  29.6-30.6 -> 18.0-18.3 ms/frame. The loop bound now counts iterations, not steps (with
+  16 lean steps the old step-count bound cut a few rays short at chains of special cells).
+- optimization_barrier between unrolled steps: no effect (the barrier is gone from the
+  optimized HLO before fusion; same CPU time as without).
+- empty-space skipping with a per-cell free-cube field (Chebyshev radius 0/1/3/7 from three
+  doubling passes of shifted ANDs; a ray jumps to the exit of the free cube around its cell,
+  crossing counts per axis from ceil((t_exit - t_a) |d_a|), so R = 0 is the plain step):
+  pixel-identical, tile-loop iterations 8.1 -> 5.5 per tile, but slower: 30 -> 45 ms/frame
+  unrolled, 29 -> 28 in the inner loop against 18 for the plain lean steps there. Building the
+  two fields (before/after a translucent surface) cost 3.4 ms/frame, and the jump step has
+  about twice the arithmetic of a cell step while the slowest ray of a tile (grazing the
+  ground, radius 0-1) gains little. Removed.
+- carrying the cell as one flat index (six loop outputs instead of nine): 18.9 -> 19.1, no gain.
+- two cores: XLA:CPU (jax 0.10) runs one thunk per kernel; two independent lax.map chains were
+  still serialized (the thunk executor's graph chained the while thunks, buffer reuse), with
+  or without --xla_cpu_enable_concurrency_optimized_scheduler. Single loop fusions of 64k+
+  elements are split across both threads, 4k-element tile fusions are not, but independent
+  fusions inside a loop body do run concurrently (process CPU/wall up to 1.3-1.7 in quieter
+  moments). Larger work units (tiles spanning several scenes) are the open next step.
 """
 
 from __future__ import annotations

@@ -20,17 +20,20 @@ Why it is fast enough on a CPU:
   `max_steps`; the tile's loop state stays in cache.
 - Rays are first clipped to the occupied slab of the grid (y below the highest non-air layer),
   so rays that rise above the terrain finish at once.
-- Most steps are lean (`lean_steps` per loop iteration): a plain one-cell DDA step through
-  see-through cells (air, and translucent blocks once one is recorded) that carries nine arrays,
-  reads one byte of a per-cell class grid and has no reduction or cond; a ray stops in the
-  first other cell, and an opaque cube is a hit found after the steps. Only when some ray of
+- Most steps are lean (`lean_steps` per loop iteration, each one iteration of an inner
+  `fori_loop`: unrolled steps made XLA recompute the whole chain in each of the nine output
+  fusions): a plain one-cell DDA step through see-through cells (air, and translucent blocks
+  once one is recorded) that carries nine arrays, reads one byte of a per-cell class grid and
+  has no reduction or cond; a ray stops in the first other cell, and an opaque cube is a hit
+  found after the steps. Only when some ray of
   the tile waits in a special cell (partial boxes: carpet, torch, cactus; alpha-tested texels:
   leaves, glass; the first translucent block) does a full step with those geometric tests run
   (`lax.cond`). Measured per ray-step on CPU the lean step is about 6 ns against about 22 for
   the brick-jumping step, which more than pays for the extra steps without bricks.
   `lean_steps=0` selects the plain loop of full steps (`step`, with empty-space bricks), kept as
   the reference the tests compare with.
-- Mobs are tested only in the tiles their projected bounding sphere overlaps.
+- Mobs are tested only in the tiles their projected bounding sphere overlaps, on the
+  narrowest 32/64/128-column window that holds it, box by box with a running nearest hit.
 On a GPU, `parallel_tiles` processes many tiles at once (the loops are vmapped, bounds stay
 fixed; not measured yet). `benchmarks/render_throughput.py` measures frames/s against a naive
 fixed-step ray marcher and records what was tried.
@@ -61,7 +64,7 @@ from envs.voxel.textures import (
 )
 
 _INF = 1e30
-_MOB_WINDOW = 64  # columns a far mob is tested on (see _trace_mobs)
+_MOB_WINDOWS = (32, 64, 128)  # column windows a mob is tested on (see _trace_mobs)
 # Face brightness by the face's axis (Minecraft-like: tops brightest, bottoms darkest, and the
 # two side orientations differ so edges between faces stay visible).
 _SHADE_X, _SHADE_Z, _SHADE_TOP, _SHADE_BOTTOM = 0.72, 0.86, 1.0, 0.55
@@ -101,7 +104,7 @@ class RenderConfig:
     tile_rows: int = 16
     parallel_tiles: int = 1
     brick_size: int = 4
-    lean_steps: int = 4
+    lean_steps: int = 8
 
     def __post_init__(self):
         if self.height < 1 or self.width < 1:
@@ -564,8 +567,10 @@ def _trace_tile(
         thr = jnp.where(s.tr_id > 0, _CLS_TRANSLUCENT, _CLS_AIR).astype(cls_flat.dtype)
         marching = s.status == _MARCHING
         r = (s.ix, s.iy, s.iz, s.tx, s.ty, s.tz, s.t_in, s.axis, marching)
-        for _ in range(cfg.lean_steps):
-            r = lean_step(r, thr)
+        # One lean step per iteration of an inner loop: unrolled, XLA fuses each loop output
+        # separately and recomputes the whole chain of steps in every one of them (about 2x
+        # the arithmetic; see benchmarks/render_throughput.py).
+        r = jax.lax.fori_loop(0, cfg.lean_steps, lambda _, r: lean_step(r, thr), r)
         ix, iy, iz, tx, ty, tz, t_in, axis, _ = r
         cl = cls_flat.at[base + (ix * Y + iy) * Z + iz].get(mode="promise_in_bounds")
         status = jnp.where(
@@ -576,7 +581,7 @@ def _trace_tile(
         s = s.replace(ix=ix, iy=iy, iz=iz, tx=tx, ty=ty, tz=tz, t_in=t_in, axis=axis, status=status)
         need = jnp.any((status == _MARCHING) & (cl > thr))
         s = jax.lax.cond(need, fine_step, lambda s: s, s)
-        return i + cfg.lean_steps + 1, s
+        return i + 1, s
 
     def cond(c):
         i, s = c
@@ -589,8 +594,10 @@ def _trace_tile(
         return i + 2, step(step(s))
 
     if cfg.lean_steps > 0:
-        # Each iteration moves a ray by up to lean_steps + 1 cells, but a ray waiting at a
-        # special cell moves less: bound the loop generously (t_end ends every ray before it).
+        # Each iteration moves every marching ray by at least one cell (a ray waiting at a
+        # special cell by exactly one), so max_steps iterations would do; the bound counts
+        # iterations (not steps, so lean_steps cannot cut a march short) and is generous:
+        # t_end ends every ray before it.
         def lean_cond(c):
             i, s = c
             return (i < 2 * cfg.max_steps) & jnp.any(s.status == _MARCHING)
@@ -612,35 +619,48 @@ def _mob_frame(pos, yaw_deg):
 def _trace_mobs(o, d, mobs, relevant, col_lo, col_hi, assets: RenderAssets, cfg: RenderConfig):
     """Nearest mob box hit per ray: (t [N], mob index [N], box index [N], local axis [N]).
 
-    Only mobs flagged `relevant` for this tile are tested, and a mob whose projection spans at
-    most `_MOB_WINDOW` columns is tested on that window of columns only (a far mob costs a
-    quarter of the tile or less).
+    Only mobs flagged `relevant` for this tile are tested, each on the narrowest of the
+    `_MOB_WINDOWS` column windows that holds its projection (the whole tile if none does).
     """
     rows, width = cfg.tile_rows, cfg.width
-    win = min(_MOB_WINDOW, width)
+    wins = [w for w in _MOB_WINDOWS if w < width]
     pos, yaw, mtype, variant = mobs
     d2 = d.reshape(rows, width, 3)
 
     def box_test(m, dw):
-        """Ray vs the mob's boxes in its own frame for rays dw [n, 3]: (t, box, axis) [n]."""
+        """Ray vs the mob's boxes in its own frame for rays dw [n, 3]: (t, box, axis) [n].
+
+        The K boxes are unrolled with a running nearest hit (no [n, K, 3] temporaries); the
+        arithmetic per box is that of a vectorized slab test, so the result is the same.
+        """
         xa, za = _mob_frame(pos[m], yaw[m])
         rel = o - pos[m]
-        ol = jnp.stack([rel @ xa, rel[1], rel @ za])  # [3]
-        dl = jnp.stack([dw @ xa, dw[:, 1], dw @ za], -1)  # [n, 3]
-        dl = jnp.where(jnp.abs(dl) < 1e-7, 1e-7, dl)
-        inv = 1.0 / dl
+        ol = (rel @ xa, rel[1], rel @ za)
+        dl = (dw @ xa, dw[:, 1], dw @ za)
+        inv = tuple(1.0 / jnp.where(jnp.abs(x) < 1e-7, 1e-7, x) for x in dl)
         lo = assets.mob_lo[mtype[m], variant[m]]  # [K, 3]
         hi = assets.mob_hi[mtype[m], variant[m]]
-        ta = (lo[None] - ol) * inv[:, None]  # [n, K, 3]
-        tb = (hi[None] - ol) * inv[:, None]
-        mins = jnp.minimum(ta, tb)
-        tn = jnp.max(mins, -1)
-        tf = jnp.min(jnp.maximum(ta, tb), -1)
-        ok = (tn <= tf) & (tf > 0) & jnp.all(lo <= hi, -1)[None]
-        tk = jnp.where(ok, jnp.maximum(tn, 0.0), _INF)
-        k = jnp.argmin(tk, -1).astype(jnp.int32)
-        mk = jnp.take_along_axis(mins, k[:, None, None], 1)[:, 0]
-        return jnp.min(tk, -1), k, _argmax3(mk[:, 0], mk[:, 1], mk[:, 2])
+        valid = jnp.all(lo <= hi, -1)
+        n = dw.shape[0]
+        bt = jnp.full((n,), _INF)
+        bk = jnp.zeros((n,), jnp.int32)
+        ba = jnp.zeros((n,), jnp.int32)
+        for kk in range(lo.shape[0]):
+            ta = [(lo[kk, i] - ol[i]) * inv[i] for i in range(3)]
+            tb = [(hi[kk, i] - ol[i]) * inv[i] for i in range(3)]
+            mins = [jnp.minimum(a, b) for a, b in zip(ta, tb)]
+            tn = jnp.maximum(jnp.maximum(mins[0], mins[1]), mins[2])
+            tf = jnp.minimum(
+                jnp.minimum(jnp.maximum(ta[0], tb[0]), jnp.maximum(ta[1], tb[1])),
+                jnp.maximum(ta[2], tb[2]),
+            )
+            ok = (tn <= tf) & (tf > 0) & valid[kk]
+            tk = jnp.where(ok, jnp.maximum(tn, 0.0), _INF)
+            better = tk < bt
+            bt = jnp.where(better, tk, bt)
+            bk = jnp.where(better, kk, bk)
+            ba = jnp.where(better, _argmax3(*mins), ba)
+        return bt, bk, ba
 
     def merge(m, best, new):
         bt, bm, bk, ba = best
@@ -662,7 +682,7 @@ def _trace_mobs(o, d, mobs, relevant, col_lo, col_hi, assets: RenderAssets, cfg:
             new = tuple(x.reshape(rows, width) for x in new)
             return merge(m, best, new)
 
-        def windowed(best):
+        def windowed(best, win):
             c0 = jnp.clip(col_lo[m], 0, width - win)
             dw = jax.lax.dynamic_slice(d2, (0, c0, 0), (rows, win, 3)).reshape(-1, 3)
             new = tuple(x.reshape(rows, win) for x in box_test(m, dw))
@@ -670,9 +690,12 @@ def _trace_mobs(o, d, mobs, relevant, col_lo, col_hi, assets: RenderAssets, cfg:
             upd = merge(m, old, new)
             return tuple(jax.lax.dynamic_update_slice(x, u, (0, c0)) for x, u in zip(best, upd))
 
-        narrow = col_hi[m] - jnp.maximum(col_lo[m], 0) <= win
-        branch = jnp.where(relevant[m], jnp.where(narrow, 1, 2), 0)
-        return jax.lax.switch(branch, (skip, windowed, full), best)
+        # The narrowest window that holds the mob's columns (branch 1 + its index), else full.
+        span = col_hi[m] - jnp.maximum(col_lo[m], 0)
+        idx = sum((span > w).astype(jnp.int32) for w in wins)
+        branch = jnp.where(relevant[m], 1 + idx, 0)
+        fns = [skip] + [functools.partial(windowed, win=w) for w in wins] + [full]
+        return jax.lax.switch(branch, fns, best)
 
     zero = jnp.zeros((rows, width), jnp.int32)
     init = (jnp.full((rows, width), _INF), zero, zero, zero)
