@@ -105,6 +105,7 @@ class RenderConfig:
     parallel_tiles: int = 1
     brick_size: int = 4
     lean_steps: int = 8
+    scene_group: int = 1
 
     def __post_init__(self):
         if self.height < 1 or self.width < 1:
@@ -171,7 +172,8 @@ def make_scene(
     num_mobs: int | None = None,
 ) -> Scene:
     """Builds a `Scene` with sensible defaults (no mobs unless given; `num_mobs` pads slots)."""
-    m = num_mobs if num_mobs is not None else (0 if mob_pos is None else len(mob_pos))
+    n_given = 0 if mob_pos is None else len(mob_pos)
+    m = num_mobs if num_mobs is not None else n_given
 
     def arr(x, default, dtype, shape):
         x = jnp.full(shape, default, dtype) if x is None else jnp.asarray(x, dtype)
@@ -180,6 +182,9 @@ def make_scene(
             x = jnp.concatenate([x, pad])
         return x
 
+    # Padded slots are dead: the default True applies to the mobs given, not to the padding.
+    n_set = max(n_given, 0 if mob_alive is None else len(mob_alive))
+    alive = arr(mob_alive, mob_pos is not None, jnp.bool_, (m,)) & (jnp.arange(m) < n_set)
     blocks = jnp.asarray(blocks)
     if blocks.dtype != jnp.uint8:
         blocks = blocks.astype(jnp.uint8)
@@ -191,7 +196,7 @@ def make_scene(
         mob_pos=arr(mob_pos, 0.0, jnp.float32, (m, 3)),
         mob_yaw_deg=arr(mob_yaw_deg, 0.0, jnp.float32, (m,)),
         mob_type=arr(mob_type, 0, jnp.int32, (m,)),
-        mob_alive=arr(mob_alive, mob_pos is not None, jnp.bool_, (m,)),
+        mob_alive=alive,
         mob_variant=arr(mob_variant, 0, jnp.int32, (m,)),
         mob_hurt=arr(mob_hurt, 0.0, jnp.float32, (m,)),
         daylight=jnp.asarray(daylight, jnp.float32),
@@ -364,6 +369,9 @@ def _trace_tile(
 ):
     """Marches rays o [3] + t d [N, 3] through one scene's grid; returns the final `_Ray`.
 
+    o, base, ytop and cbase may also be per ray (o [N, 3], the others [N]): rays of several
+    scenes marched in one loop.
+
     A two-level DDA: a ray inside an empty brick (no non-air block in its `brick_size`^3 cells)
     jumps to the brick's exit in one step; otherwise it advances one cell.
     """
@@ -377,10 +385,10 @@ def _trace_tile(
     inv = 1.0 / d
     dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
     ivx, ivy, ivz = inv[:, 0], inv[:, 1], inv[:, 2]
-    ox, oy, oz = o[0], o[1], o[2]
+    ox, oy, oz = o[..., 0], o[..., 1], o[..., 2]
     # Clip to the occupied slab [0,X]x[0,ytop]x[0,Z]: nothing outside it can be hit, and inside
     # it every visited cell is in the grid (so no bounds test per step).
-    hi = jnp.stack([X, ytop, Z]).astype(jnp.float32)
+    hi = jnp.stack(jnp.broadcast_arrays(X, ytop, Z), -1).astype(jnp.float32)
     ta = (0.0 - o) * inv
     tb = (hi - o) * inv
     mins = jnp.minimum(ta, tb)
@@ -643,8 +651,7 @@ def _trace_mobs(o, d, mobs, relevant, col_lo, col_hi, assets: RenderAssets, cfg:
         valid = jnp.all(lo <= hi, -1)
         n = dw.shape[0]
         bt = jnp.full((n,), _INF)
-        bk = jnp.zeros((n,), jnp.int32)
-        ba = jnp.zeros((n,), jnp.int32)
+        bc = jnp.zeros((n,), jnp.int32)  # box * 4 + axis: one int output, not two
         for kk in range(lo.shape[0]):
             ta = [(lo[kk, i] - ol[i]) * inv[i] for i in range(3)]
             tb = [(hi[kk, i] - ol[i]) * inv[i] for i in range(3)]
@@ -658,20 +665,18 @@ def _trace_mobs(o, d, mobs, relevant, col_lo, col_hi, assets: RenderAssets, cfg:
             tk = jnp.where(ok, jnp.maximum(tn, 0.0), _INF)
             better = tk < bt
             bt = jnp.where(better, tk, bt)
-            bk = jnp.where(better, kk, bk)
-            ba = jnp.where(better, _argmax3(*mins), ba)
-        return bt, bk, ba
+            bc = jnp.where(better, 4 * kk + _argmax3(*mins), bc)
+        return bt, bc
+
+    n_box = assets.mob_lo.shape[2]
 
     def merge(m, best, new):
-        bt, bm, bk, ba = best
-        t, k, ax = new
+        # (t, code) with code = (mob * K + box) * 4 + axis: each fusion of the unrolled box
+        # tests is recomputed once per loop output, so the outputs are kept to two.
+        bt, bc = best
+        t, c = new
         better = t < bt
-        return (
-            jnp.where(better, t, bt),
-            jnp.where(better, m, bm),
-            jnp.where(better, k, bk),
-            jnp.where(better, ax, ba),
-        )
+        return jnp.where(better, t, bt), jnp.where(better, m * (4 * n_box) + c, bc)
 
     def one(m, best):
         def skip(best):
@@ -697,10 +702,9 @@ def _trace_mobs(o, d, mobs, relevant, col_lo, col_hi, assets: RenderAssets, cfg:
         fns = [skip] + [functools.partial(windowed, win=w) for w in wins] + [full]
         return jax.lax.switch(branch, fns, best)
 
-    zero = jnp.zeros((rows, width), jnp.int32)
-    init = (jnp.full((rows, width), _INF), zero, zero, zero)
-    out = jax.lax.fori_loop(0, relevant.shape[0], one, init)
-    return tuple(x.reshape(-1) for x in out)
+    init = (jnp.full((rows, width), _INF), jnp.zeros((rows, width), jnp.int32))
+    t, code = (x.reshape(-1) for x in jax.lax.fori_loop(0, relevant.shape[0], one, init))
+    return t, code // (4 * n_box), (code // 4) % n_box, code % 4
 
 
 def _shade_tile(o, d, ray: _Ray, hit_id, mob_hit, mobs, hurt, daylight, assets, cfg):
@@ -854,11 +858,9 @@ def _render_batch(scene: Scene, assets: RenderAssets, cfg: RenderConfig) -> jax.
     mvar = jnp.clip(scene.mob_variant, 0, nvar - 1)
     scene_of_tile = jnp.repeat(jnp.arange(b, dtype=jnp.int32), n_tiles)
 
-    def tile(args):
-        d, s, mask = args
-        o = scene.eye_pos[s]
+    def march(d, s):
         ray = _trace_tile(
-            o,
+            scene.eye_pos[s],
             d,
             blocks_flat,
             cls_flat,
@@ -872,6 +874,10 @@ def _render_batch(scene: Scene, assets: RenderAssets, cfg: RenderConfig) -> jax.
         )
         lin = s * (X * Y * Z) + (ray.ix * Y + ray.iy) * Z + ray.iz
         hit_id = jnp.where(ray.status == _HIT, blocks_flat[lin], 0).astype(jnp.int32)
+        return ray, hit_id
+
+    def shade(d, s, mask, ray, hit_id):
+        o = scene.eye_pos[s]
         mobs = (scene.mob_pos[s], scene.mob_yaw_deg[s], mtype[s], mvar[s])
         mob_hit = _trace_mobs(o, d, mobs, mask, col_lo[s], col_hi[s], assets, cfg)
         rgb = _shade_tile(
@@ -879,8 +885,34 @@ def _render_batch(scene: Scene, assets: RenderAssets, cfg: RenderConfig) -> jax.
         )
         return jnp.round(jnp.clip(rgb, 0.0, 1.0) * 255.0).astype(jnp.uint8)
 
+    def tile(args):
+        d, s, mask = args
+        return shade(d, s, mask, *march(d, s))
+
+    g = math.gcd(b, cfg.scene_group)
     bs = cfg.parallel_tiles if cfg.parallel_tiles > 1 else None
-    out = jax.lax.map(tile, (dirs, scene_of_tile, mob_mask), batch_size=bs)
+    if g == 1:
+        out = jax.lax.map(tile, (dirs, scene_of_tile, mob_mask), batch_size=bs)
+    else:
+        # March the same row band of g scenes in one loop (g * R * W rays), then shade tile by
+        # tile; the march's big fusions are split across CPU threads by XLA.
+        def group(x):  # [b * n_tiles, ...] -> [b / g * n_tiles, g * ...]
+            x = x.reshape(b // g, g, n_tiles, *x.shape[1:]).swapaxes(1, 2)
+            return x.reshape(b // g * n_tiles, g * x.shape[3], *x.shape[4:])
+
+        def ungroup(x):
+            x = x.reshape(b // g, n_tiles, g, R * W, *x.shape[2:]).swapaxes(1, 2)
+            return x.reshape(b * n_tiles, R * W, *x.shape[4:])
+
+        ray_scene = jnp.broadcast_to(scene_of_tile[:, None], (b * n_tiles, R * W))
+        rays, hits = jax.lax.map(lambda a: march(*a), (group(dirs), group(ray_scene)))
+        rays, hits = jax.tree.map(ungroup, rays), ungroup(hits)
+
+        def shade_tile(args):
+            d, s, mask, ray, hit_id = args
+            return shade(d, s, mask, ray, hit_id)
+
+        out = jax.lax.map(shade_tile, (dirs, scene_of_tile, mob_mask, rays, hits))
     return out.reshape(b, n_tiles * R, W, 3)[:, :H]
 
 
