@@ -105,7 +105,6 @@ class RenderConfig:
     parallel_tiles: int = 1
     brick_size: int = 4
     lean_steps: int = 8
-    scene_group: int = 1
 
     def __post_init__(self):
         if self.height < 1 or self.width < 1:
@@ -368,9 +367,6 @@ def _trace_tile(
     o, d, blocks_flat, cls_flat, base, dims, ytop, occ_flat, cbase, assets, cfg: RenderConfig
 ):
     """Marches rays o [3] + t d [N, 3] through one scene's grid; returns the final `_Ray`.
-
-    o, base, ytop and cbase may also be per ray (o [N, 3], the others [N]): rays of several
-    scenes marched in one loop.
 
     A two-level DDA: a ray inside an empty brick (no non-air block in its `brick_size`^3 cells)
     jumps to the brick's exit in one step; otherwise it advances one cell.
@@ -889,30 +885,8 @@ def _render_batch(scene: Scene, assets: RenderAssets, cfg: RenderConfig) -> jax.
         d, s, mask = args
         return shade(d, s, mask, *march(d, s))
 
-    g = math.gcd(b, cfg.scene_group)
     bs = cfg.parallel_tiles if cfg.parallel_tiles > 1 else None
-    if g == 1:
-        out = jax.lax.map(tile, (dirs, scene_of_tile, mob_mask), batch_size=bs)
-    else:
-        # March the same row band of g scenes in one loop (g * R * W rays), then shade tile by
-        # tile; the march's big fusions are split across CPU threads by XLA.
-        def group(x):  # [b * n_tiles, ...] -> [b / g * n_tiles, g * ...]
-            x = x.reshape(b // g, g, n_tiles, *x.shape[1:]).swapaxes(1, 2)
-            return x.reshape(b // g * n_tiles, g * x.shape[3], *x.shape[4:])
-
-        def ungroup(x):
-            x = x.reshape(b // g, n_tiles, g, R * W, *x.shape[2:]).swapaxes(1, 2)
-            return x.reshape(b * n_tiles, R * W, *x.shape[4:])
-
-        ray_scene = jnp.broadcast_to(scene_of_tile[:, None], (b * n_tiles, R * W))
-        rays, hits = jax.lax.map(lambda a: march(*a), (group(dirs), group(ray_scene)))
-        rays, hits = jax.tree.map(ungroup, rays), ungroup(hits)
-
-        def shade_tile(args):
-            d, s, mask, ray, hit_id = args
-            return shade(d, s, mask, ray, hit_id)
-
-        out = jax.lax.map(shade_tile, (dirs, scene_of_tile, mob_mask, rays, hits))
+    out = jax.lax.map(tile, (dirs, scene_of_tile, mob_mask), batch_size=bs)
     return out.reshape(b, n_tiles * R, W, 3)[:, :H]
 
 
