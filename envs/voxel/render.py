@@ -64,7 +64,8 @@ from envs.voxel.textures import (
 )
 
 _INF = 1e30
-_MOB_WINDOWS = (32, 64, 128)  # column windows a mob is tested on (see _trace_mobs)
+_MOB_WINDOWS = (32, 64, 128)
+_FINE_COMPACT = 256  # rays a fine step gathers into a small batch (more: it runs on the tile)  # column windows a mob is tested on (see _trace_mobs)
 # Face brightness by the face's axis (Minecraft-like: tops brightest, bottoms darkest, and the
 # two side orientations differ so edges between faces stay visible).
 _SHADE_X, _SHADE_Z, _SHADE_TOP, _SHADE_BOTTOM = 0.72, 0.86, 1.0, 0.55
@@ -413,8 +414,13 @@ def _trace_tile(
         tr_id=zero_i, tr_t=jnp.full((n,), _INF), tr_axis=zero_i,
     )  # fmt: skip
 
-    def special(s: _Ray, bid, kind):
+    # Per-ray constants of the full and fine steps (passed explicitly so that the fine step
+    # can run on a compacted subset of the rays).
+    rc_all = (dx, dy, dz, ivx, ivy, ivz, sx, sy, sz, adx, ady, adz, t_lim)
+
+    def special(s: _Ray, bid, kind, rc):
         """Box + alpha tests for partial / cut-out / translucent blocks (rare steps only)."""
+        dx, dy, dz, ivx, ivy, ivz = rc[:6]
         fx, fy, fz = (s.ix.astype(jnp.float32), s.iy.astype(jnp.float32), s.iz.astype(jnp.float32))
         lo = assets.block_lo[bid]
         bh = assets.block_hi[bid]
@@ -449,7 +455,7 @@ def _trace_tile(
             ),
         )
 
-    def no_special(s: _Ray, bid, kind):
+    def no_special(s: _Ray, bid, kind, rc):
         return jnp.zeros((n,), bool), s.t_in, s.axis, s
 
     def step(s: _Ray) -> _Ray:
@@ -464,7 +470,7 @@ def _trace_tile(
         empty = (occ & need) == 0
         is_special = (kind == KIND_SPECIAL) | ((kind == KIND_TRANSLUCENT) & (s.tr_id == 0))
         any_special = jnp.any(marching & is_special)
-        solid, th, ax, s = jax.lax.cond(any_special, special, no_special, s, bid, kind)
+        solid, th, ax, s = jax.lax.cond(any_special, special, no_special, s, bid, kind, rc_all)
         hit = marching & ((kind == KIND_OPAQUE) | solid)
         # Next cell boundary (fine step) and the brick's exit (jump).
         t_out = jnp.minimum(jnp.minimum(s.tx, s.ty), s.tz)
@@ -502,15 +508,16 @@ def _trace_tile(
             status=jnp.where(hit, _HIT, jnp.where(missed, _MISSED, s.status)),
         )  # fmt: skip
 
-    def fine_step(s: _Ray) -> _Ray:
+    def fine_step(s: _Ray, rc) -> _Ray:
         """`step` without the brick jump (one cell per step): for the few steps of `lean_body`
         taken at special or translucent cells."""
+        sx, sy, sz, adx, ady, adz, t_lim = rc[6:]
         marching = s.status == _MARCHING
         lin = base + (s.ix * Y + s.iy) * Z + s.iz
         bid = blocks_flat.at[lin].get(mode="promise_in_bounds").astype(jnp.int32)
         kind = assets.block_kind[bid]
         is_special = (kind == KIND_SPECIAL) | ((kind == KIND_TRANSLUCENT) & (s.tr_id == 0))
-        solid, th, ax, s = special(s, bid, kind)
+        solid, th, ax, s = special(s, bid, kind, rc)
         solid = solid & is_special
         hit = marching & ((kind == KIND_OPAQUE) | solid)
         t_out = jnp.minimum(jnp.minimum(s.tx, s.ty), s.tz)
@@ -583,8 +590,21 @@ def _trace_tile(
             s.status,
         ).astype(jnp.int32)
         s = s.replace(ix=ix, iy=iy, iz=iz, tx=tx, ty=ty, tz=tz, t_in=t_in, axis=axis, status=status)
-        need = jnp.any((status == _MARCHING) & (cl > thr))
-        s = jax.lax.cond(need, fine_step, lambda s: s, s)
+        wait = (status == _MARCHING) & (cl > thr)
+        n_wait = jnp.sum(wait.astype(jnp.int32))
+        kc = min(_FINE_COMPACT, n)
+
+        def fine_some(s):
+            # The waiting rays (at most kc of them) gathered into a small batch; slots past
+            # their count point past the end (gathers fill, scatters drop).
+            idx = jnp.nonzero(wait, size=kc, fill_value=n)[0]
+            sub = jax.tree.map(lambda x: x.at[idx].get(mode="fill", fill_value=0), s)
+            rc = tuple(x.at[idx].get(mode="fill", fill_value=0) for x in rc_all)
+            sub = fine_step(sub, rc)
+            return jax.tree.map(lambda x, y: x.at[idx].set(y, mode="drop"), s, sub)
+
+        branch = jnp.where(n_wait == 0, 0, jnp.where(n_wait <= kc, 1, 2))
+        s = jax.lax.switch(branch, (lambda s: s, fine_some, lambda s: fine_step(s, rc_all)), s)
         return i + 1, s
 
     def cond(c):

@@ -402,3 +402,24 @@ def test_mob_windows_match_a_plain_test_of_every_box():
     np.testing.assert_allclose(t[both], rt[both], rtol=1e-4, atol=1e-4)
     assert (np.asarray(m)[both] == rm[both]).mean() > 0.995
     assert (np.asarray(k)[both] == rk[both]).mean() > 0.995
+
+
+def test_fine_steps_on_a_few_gathered_rays_match_the_whole_tile(monkeypatch):
+    # Rays waiting at special/translucent cells are gathered into a batch of at most
+    # _FINE_COMPACT rays for the fine step (the whole tile when more wait); with a tiny batch
+    # both branches run on these scenes and the picture must not change.
+    b = wall("dirt", 12)
+    b[:, 6, :] = ID["water"]
+    b[3:12, 7:9, 6:9] = ID["leaves"]
+    b[2:6, 7, 3:6] = ID["white_carpet"]
+    batch = jax.tree.map(
+        lambda *x: jnp.stack(x),
+        scene(b, pitch=25.0, mobs=[("cow", (8.5, 7.0, 5.0))]),
+        scene(b, yaw=30.0, pitch=10.0, daylight=0.4),
+    )
+    fn = functools.partial(R.render_batch, cfg=CFG)
+    ref = np.asarray(jax.jit(fn)(batch, assets()))
+    monkeypatch.setattr(R, "_FINE_COMPACT", 3)
+    small = np.asarray(jax.jit(fn)(batch, assets()))
+    assert len(np.unique(ref.reshape(-1, 3), axis=0)) > 20  # water, leaves, carpet, cow, sky
+    np.testing.assert_array_equal(small, ref)
