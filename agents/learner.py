@@ -143,14 +143,15 @@ class Learner:
 
     def __init__(self, cfg, env: JaxEnv | None, network: nn.Module, mesh: Mesh | None = None,
                  hooks: RewardHooks | None = None, consts=None,
-                 action_dims: tuple[int, ...] | None = None):  # fmt: skip
+                 action_dims: tuple[int, ...] | None = None,
+                 num_tasks: int | None = None):  # fmt: skip
         self.cfg = cfg
         self.env = env
         self.network = network
         self.mesh = mesh or make_mesh()
         self.hooks = hooks or RewardHooks()
         self.action_dims = tuple(action_dims or env.action_dims)
-        self.num_tasks = env.num_tasks if env is not None else 1
+        self.num_tasks = num_tasks or (env.num_tasks if env is not None else 1)
         n_dev = self.mesh.devices.size
         if cfg.num_envs % n_dev:
             raise ValueError(

@@ -7,10 +7,18 @@
     python -m agents.ppo --reward mineclip --mineclip-ckpt attn.pth       # the paper's setup
     python -m agents.ppo --task cartpole --total-steps 500000             # sanity check
     python -m agents.ppo --out runs/hunt_cow --resume                     # continue a run exactly
+    python -m agents.ppo --backend process --num-envs 4                   # host-stepped (bridge)
+    python -m agents.ppo --backend minedojo --task harvest_milk_with_empty_bucket_and_cow \
+        --minedojo-jar MalmoMod-0.37.0-fat.jar                           # MineDojo's Java simulator
 
 The run directory (`--out`) gets `config.json`, orbax checkpoints (params, optimizer states, SI
 buffer, env and RNG state, step), `metrics.jsonl`, TensorBoard events and MP4 episode videos.
 Everything here is importable: `train(cfg)`, `build(cfg)`, `load_policy(run_dir)`.
+
+`--backend jax` rolls out inside one jitted `lax.scan` (Anakin); `process` and `minedojo` step a
+Gymnasium vector env of bridge workers on the host with batched jitted inference per step
+(`agents.sebulba.HostDriver`, Sebulba), then run the same update. Host-stepped runs checkpoint
+the learner, not the simulators: `--resume` restarts the envs, so it is not bitwise-identical.
 """
 
 from __future__ import annotations
@@ -115,7 +123,7 @@ class PPOConfig:
     action_space: Literal["compact", "multidiscrete"] = "compact"
     """policy head: the paper's 89 compact actions, or MineDojo's first 6 MultiDiscrete components (factorised)"""
     action_prior: Literal["uniform", "balanced"] = "balanced"
-    """initial policy over the compact actions: uniform over all 89 (81 are camera turns, so a fresh agent mostly spins) or equal mass on camera turns, movement and use/attack"""
+    """initial policy over the compact actions: uniform over all 89 (72 tilt the view, so a fresh agent mostly stares at sky or ground) or a quarter each to level turns, tilting turns, movement and use/attack"""
     cnn: Literal["impala", "nature"] = "impala"
     """image encoder without MineCLIP: IMPALA residual CNN, or the strided DQN CNN (about 4x cheaper to train on a CPU)"""
     agent_size: Literal["small", "paper"] = "small"
@@ -129,7 +137,27 @@ class PPOConfig:
     render: bool = True
     """render rgb frames (off: much faster; the policy sees compass, gps, voxels; no videos)"""
     max_episode_steps: int = 200
-    """embedded world episode limit (steps)"""
+    """embedded world episode limit in game ticks (an env step is --action-repeat ticks)"""
+    action_repeat: int = 1
+    """embedded world game ticks per env step (camera turn and one-shot actions on the first tick, movement and attack held, one frame rendered)"""
+    backend: Literal["jax", "process", "minedojo"] = "jax"
+    """rollouts: jax (embedded world in a lax.scan on device), process (embedded world, one env per bridge worker process, host-stepped) or minedojo (MineDojo's Java simulator via the bridge, frames at --image-size)"""
+    bridge_envs_per_worker: int = 1
+    """--backend process: envs hosted (stepped in turn) by one worker process"""
+    bridge_timeout_s: float | None = None
+    """host-stepped backends: deadline of one env step in seconds, past it the worker is restarted and the episode truncated (default: 60 process, 120 minedojo)"""
+    bridge_max_restarts: int = 3
+    """host-stepped backends: consecutive failures of one worker tolerated before the run stops"""
+    minedojo_jar: str | None = None
+    """--backend minedojo: prebuilt MalmoMod-0.37.0-fat.jar (default: $MINECLIP_MALMO_JAR; docs/bridge.md)"""
+    minedojo_java: str | None = None
+    """--backend minedojo: Java 8 executable (default: $JAVA_HOME/bin/java, then PATH)"""
+    minedojo_run_template: str | None = None
+    """--backend minedojo: MineDojo's Malmo/Minecraft/run dir copied per instance (default: $MINECLIP_MALMO_RUN_TEMPLATE)"""
+    minedojo_headless: bool | None = None
+    """--backend minedojo: run Minecraft under xvfb-run (default: when $DISPLAY is unset)"""
+    minedojo_port: int | None = None
+    """--backend minedojo: connect to a Malmo server already listening on this port instead of launching Minecraft (--num-envs 1)"""
     num_devices: int | None = None
     """devices in the data-parallel mesh (default: all)"""
     unroll: bool | None = None
@@ -216,6 +244,7 @@ def validate(cfg: PPOConfig) -> None:
     if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):
         raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
     stages = stage_tasks(cfg)
+    _validate_backend(cfg, stages)
     if any(t == "cartpole" for s in stages for t in s):
         if any(t != "cartpole" for s in stages for t in s) or any(len(s) > 1 for s in stages):
             raise ConfigError("cartpole cannot be mixed with other tasks")
@@ -224,6 +253,55 @@ def validate(cfg: PPOConfig) -> None:
     else:
         for s in stages:
             _task_specs(s)
+
+
+def _validate_backend(cfg: PPOConfig, stages) -> None:
+    if cfg.backend == "jax":
+        return
+    flag = f"--backend {cfg.backend}"
+    if any(t == "cartpole" for s in stages for t in s):
+        raise ConfigError(f"cartpole is a JAX env; train it with --backend jax, not {flag}")
+    if cfg.mineclip_ckpt or cfg.reward == "mineclip":
+        raise ConfigError(
+            f"{flag} does not support MineCLIP yet (--mineclip-ckpt / --reward mineclip: the "
+            "frozen features and the MineCLIP reward run inside the on-device rollout only); use "
+            "--backend jax, or --reward manual / sparse without --mineclip-ckpt"
+        )
+    if cfg.bridge_envs_per_worker < 1:
+        raise ConfigError(
+            f"--bridge-envs-per-worker must be >= 1, got {cfg.bridge_envs_per_worker}"
+        )
+    if cfg.bridge_timeout_s is not None and cfg.bridge_timeout_s <= 0:
+        raise ConfigError(f"--bridge-timeout-s must be positive, got {cfg.bridge_timeout_s}")
+    if cfg.bridge_max_restarts < 0:
+        raise ConfigError(f"--bridge-max-restarts must be >= 0, got {cfg.bridge_max_restarts}")
+    if cfg.backend != "minedojo":
+        return
+    if any(len(s) > 1 for s in stages):
+        raise ConfigError(
+            "--backend minedojo runs one task per stage (every env runs it); give one --task, "
+            "or a curriculum with --stages 'task a;task b'"
+        )
+    if cfg.bridge_envs_per_worker != 1:
+        raise ConfigError("--bridge-envs-per-worker is for --backend process; MineDojo runs one "
+                          "Minecraft per worker")  # fmt: skip
+    if cfg.minedojo_port is not None:
+        if cfg.num_envs != 1:
+            raise ConfigError(
+                f"--minedojo-port connects every env to one running server; use --num-envs 1 "
+                f"(and --num-minibatches 1), got --num-envs {cfg.num_envs}"
+            )
+        return
+    from envs.bridge import launcher
+
+    try:  # the bridge's own checks, here rather than after N workers failed to launch
+        launcher.resolve_jar(cfg.minedojo_jar)
+        launcher.resolve_java(cfg.minedojo_java)
+    except launcher.LaunchError as e:
+        raise ConfigError(
+            f"--backend minedojo: {e}. CLI: --minedojo-jar PATH / --minedojo-java PATH; or train "
+            "on the embedded world with --backend jax or process"
+        ) from None
 
 
 def stage_tasks(cfg: PPOConfig) -> list[tuple[str, ...]]:
@@ -312,7 +390,7 @@ def _voxel_env(cfg: PPOConfig, task_names: tuple[str, ...], use_mineclip: bool) 
     static = voxel.VoxelStaticConfig(
         size_x=cfg.world_size, size_z=cfg.world_size, height=h, width=w,
         render=cfg.render or use_mineclip,
-        world_pool_size=cfg.world_pool,
+        world_pool_size=cfg.world_pool, action_repeat=cfg.action_repeat,
     )  # fmt: skip
     n = cfg.num_envs
     task_ids = np.arange(n, dtype=np.int32) % len(specs)
@@ -399,9 +477,12 @@ def _mineclip_hooks(cfg: PPOConfig, env: lrn.JaxEnv, prompts: tuple[str, ...]):
 def compact_action_prior(kind: str) -> tuple[float, ...] | None:
     """Initial logits over the 89 compact actions (None for a uniform policy).
 
-    "balanced" gives the 81 camera turns, the 6 movement actions and {use, attack} a third of the
-    probability each (uniform within a group): under a uniform policy forward has probability
-    2/89 and attack 1/89, so a fresh agent turns in place and rarely reaches anything.
+    "balanced" gives four groups a quarter of the probability each, uniform within a group:
+    level camera turns (pitch 0, 9 incl. the no-op), turns that change the pitch (72), movement
+    (6) and {use, attack}. Under a uniform policy forward has probability 2/89 and attack 1/89,
+    and 72/89 of the steps tilt the view, so a fresh agent ends up staring at the sky or the
+    ground, turning in place; in "hunt a cow" random play hits a cow in 1.2% of 400-tick
+    episodes with the uniform policy and 7.8% with this one.
     """
     if kind == "uniform":
         return None
@@ -409,10 +490,16 @@ def compact_action_prior(kind: str) -> tuple[float, ...] | None:
         raise ConfigError(f"--action-prior must be uniform or balanced, got {kind!r}")
     from envs import spaces
 
-    names = spaces.COMPACT_NAMES
-    groups = [0 if n.startswith("camera") else 2 if n in ("use", "attack") else 1 for n in names]
-    sizes = np.bincount(groups, minlength=3)
-    return tuple(float(np.log(1.0 / (3.0 * sizes[g]))) for g in groups)
+    def group(name: str) -> int:
+        if name.startswith("camera_pitch+0_"):
+            return 0
+        if name.startswith("camera"):
+            return 1
+        return 3 if name in ("use", "attack") else 2
+
+    groups = [group(n) for n in spaces.COMPACT_NAMES]
+    sizes = np.bincount(groups, minlength=4)
+    return tuple(float(np.log(1.0 / (4.0 * sizes[g]))) for g in groups)
 
 
 def build_network(cfg: PPOConfig, env: lrn.JaxEnv):
@@ -489,6 +576,90 @@ def _build(cfg: PPOConfig, tasks: tuple[str, ...]) -> Built:
     lcfg = dataclasses.replace(cfg, unroll=unroll)
     mesh = lrn.make_mesh(cfg.num_devices)
     return Built(lrn.Learner(lcfg, env, network, mesh, hooks=hooks, consts=consts), env, mc)
+
+
+# ----------------------------------------------------------------------------- host-stepped
+def make_host_vector_env(cfg: PPOConfig, tasks: tuple[str, ...], log_dir: Path | None = None):
+    """The Gymnasium vector env of a host-stepped backend: the embedded world in bridge worker
+    processes (`process`, env i runs `tasks[i % len(tasks)]`) or MineDojo's Java simulator."""
+    h, w = tuple(cfg.image_size)
+    common = dict(max_restarts=cfg.bridge_max_restarts,
+                  log_dir=None if log_dir is None else str(log_dir))  # fmt: skip
+    if cfg.backend == "process":
+        from envs.bridge import ProcessVectorEnv
+
+        timeout = cfg.bridge_timeout_s or 60.0
+        return ProcessVectorEnv(
+            "agents.host_envs:voxel_env", cfg.num_envs, timeout_s=timeout,
+            startup_timeout_s=max(600.0, timeout), envs_per_worker=cfg.bridge_envs_per_worker,
+            tasks=tuple(tasks), seed=cfg.seed, compile_cache=cfg.compile_cache,
+            render=cfg.render, height=h, width=w, size_x=cfg.world_size, size_z=cfg.world_size,
+            world_pool_size=cfg.world_pool, max_steps=cfg.max_episode_steps, **common,
+        )  # fmt: skip
+    if cfg.backend == "minedojo":
+        import envs
+
+        opts = dict(jar=cfg.minedojo_jar, java=cfg.minedojo_java,
+                    run_template=cfg.minedojo_run_template, headless=cfg.minedojo_headless)  # fmt: skip
+        if cfg.minedojo_port is not None:
+            opts["malmo_port"] = cfg.minedojo_port
+        return envs.make_vector(tasks[0], cfg.num_envs, backend="minedojo", height=h, width=w,
+                                timeout_s=cfg.bridge_timeout_s or 120.0, **common, **opts)  # fmt: skip
+    raise ConfigError(f"--backend {cfg.backend!r} is not host-stepped")
+
+
+def build_host_driver(cfg: PPOConfig, tasks: tuple[str, ...], vec_env):
+    """HostDriver over `vec_env` with the policy, observations, actions and rewards of the
+    on-device path: the same network (`build_network`), `_voxel_policy_obs` (the Gymnasium obs
+    dict has the embedded world's layout), the compact action table, manual / sparse rewards."""
+    from types import SimpleNamespace
+
+    from agents import sebulba
+    from envs import spaces
+
+    names = tuple(s.id for s in _task_specs(tasks))
+    if cfg.action_space == "compact":
+        dims = (int(spaces.NUM_COMPACT_ACTIONS),)
+        table = np.asarray(spaces.COMPACT_ACTIONS, np.int64)
+
+        def to_env_action(a):
+            return table[a[:, 0]]
+    else:
+        dims = tuple(int(x) for x in spaces.ACTION_NVEC[:6])
+
+        def to_env_action(a):
+            return np.concatenate([a, np.zeros((a.shape[0], 2), a.dtype)], axis=1)
+
+    def policy_obs(obs):
+        if not cfg.render:  # MineDojo always sends frames; --no-render keeps them from the policy
+            obs = {k: v for k, v in obs.items() if k != "rgb"}
+        return _voxel_policy_obs(obs)
+
+    n, bonus = cfg.num_envs, np.float32(cfg.success_bonus)
+
+    def success_fn(info, n=n):
+        return np.asarray(info.get("success", np.zeros(n, bool)), bool)
+
+    def reward_fn(r, info):
+        r_succ = bonus * success_fn(info).astype(np.float32)
+        if cfg.reward == "sparse":
+            return r_succ
+        # manual: the embedded world reports its dense shaping; MineDojo cannot (Malmo has no
+        # target distances), so there it is the task's programmatic reward
+        dense = info.get("dense_reward") if cfg.backend == "process" else r
+        if dense is None:  # no env reported one this step (all were resetting)
+            dense = np.zeros(n, np.float32)
+        return np.asarray(dense, np.float32) + r_succ
+
+    net = build_network(cfg, SimpleNamespace(task_names=names, action_dims=dims,
+                                             num_tasks=len(names)))  # fmt: skip
+    unroll = jax.default_backend() == "cpu" if cfg.unroll is None else cfg.unroll
+    return sebulba.HostDriver(
+        dataclasses.replace(cfg, unroll=unroll), vec_env, net, action_dims=dims,
+        policy_obs=policy_obs, to_env_action=to_env_action, reward_fn=reward_fn,
+        success_fn=success_fn, mesh=lrn.make_mesh(cfg.num_devices),
+        task_ids=np.arange(n) % len(names), num_tasks=len(names), task_conditioned=True,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -655,20 +826,12 @@ def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
     else:
         global_updates = 0
     summary = {}
+    # --backend jax: rollout + update in one jitted call; process / minedojo: host-stepped envs
+    run_stage = _anakin_stage if cfg.backend == "jax" else _host_stage
     for stage in range(start_stage, len(stages)):
-        built = build(cfg, stages[stage])
-        L = built.learner
-        fresh = L.init_sharded(jax.random.PRNGKey(cfg.seed + 1000 * stage))
-        shardings = lrn.runner_shardings(fresh, L.mesh)
-        if cfg.resume and runner is None and mgr.latest_step() is not None:
-            runner, _ = restore_checkpoint(mgr, fresh, shardings)
-            del fresh
-        else:
-            runner = fresh
-            if carried_si is not None:  # multi-stage: keep SI buffer, reset the policy head
-                runner = L.shard(_next_stage(runner, carried_si, L))
-        summary = _train_stage(cfg, built, runner, mgr, writer, stage, run_dir, stop_after_updates,
-                               global_updates)  # fmt: skip
+        restore = cfg.resume and runner is None and mgr.latest_step() is not None
+        summary = run_stage(cfg, stages[stage], stage, mgr, writer, run_dir, stop_after_updates,
+                            global_updates, restore=restore, carried_si=carried_si)  # fmt: skip
         runner = summary.pop("runner")
         if summary.get("stopped"):
             break
@@ -715,32 +878,83 @@ def _summary_writer(run_dir: Path):
     return SummaryWriter(str(run_dir / "tb"))
 
 
-def _train_stage(cfg, built: Built, runner, mgr, writer, stage, run_dir, stop_after, base):
+def _anakin_stage(cfg, tasks, stage, mgr, writer, run_dir, stop_after, base, *, restore,
+                  carried_si):  # fmt: skip
+    """One stage on a JAX env: each update is one jitted rollout (lax.scan) + PPO call."""
+    built = build(cfg, tasks)
+    L = built.learner
+    runner = L.init_sharded(jax.random.PRNGKey(cfg.seed + 1000 * stage))
+    if restore:
+        runner, _ = restore_checkpoint(mgr, runner, lrn.runner_shardings(runner, L.mesh))
+    elif carried_si is not None:  # multi-stage: keep SI buffer, reset the policy head
+        runner = L.shard(_next_stage(runner, carried_si, L))
+
+    def iterate(runner, update):
+        runner, m = L.iteration(runner)
+        if cfg.si_every > 0 and (update + 1) % cfg.si_every == 0:
+            runner, msi = L.si_phase(runner)
+            m = {**m, **msi}
+        return runner, m
+
+    def video(params, key):
+        return record_video(built, params, key, cfg.video_length)
+
+    return _train_stage(cfg, iterate, runner, L.num_updates, built.env.task_names, video, mgr,
+                        writer, stage, run_dir, stop_after, base)  # fmt: skip
+
+
+def _host_stage(cfg, tasks, stage, mgr, writer, run_dir, stop_after, base, *, restore,
+                carried_si):  # fmt: skip
+    """One stage on host-stepped envs (`--backend process|minedojo`, agents.sebulba.HostDriver):
+    the envs step on the host, one batched jitted inference call per step, then the same PPO
+    update and SI phase as the on-device path. The vector env is closed when the stage ends,
+    also on errors. Resuming restarts the envs (simulator state is not checkpointed; episodes in
+    flight are dropped), so a resumed run is not bitwise-identical to an uninterrupted one; the
+    learner state (params, optimizers, SI buffer, RNG, counters) is restored exactly. No videos:
+    the host-stepped path has no JAX env to replay an episode in."""
+    vec = make_host_vector_env(cfg, tasks, run_dir / "bridge_logs")
+    try:
+        driver = build_host_driver(cfg, tasks, vec)
+        L = driver.learner
+        fresh = driver.init(jax.random.PRNGKey(cfg.seed + 1000 * stage))
+        if restore:
+            restored, _ = restore_checkpoint(mgr, fresh, lrn.runner_shardings(fresh, L.mesh))
+            runner = driver.adopt(restored, fresh)
+        elif carried_si is not None:
+            runner = L.shard(_next_stage(fresh, carried_si, L))
+        else:
+            runner = fresh
+        names = tuple(s.id for s in _task_specs(tasks))
+        return _train_stage(cfg, lambda r, _: driver.iteration(r), runner, L.num_updates, names,
+                            None, mgr, writer, stage, run_dir, stop_after, base)  # fmt: skip
+    finally:
+        vec.close()
+
+
+def _train_stage(cfg, iterate, runner, num_updates, task_names, video, mgr, writer, stage,
+                 run_dir, stop_after, base):  # fmt: skip
+    """The update loop of one stage, whatever the driver: `iterate(runner, update) -> (runner,
+    metrics)`, logging, checkpoints and (with `video(params, key) -> frames`) MP4 videos."""
     from tqdm import tqdm
 
-    L, env = built.learner, built.env
-    num_updates = L.num_updates
     first = int(jax.device_get(runner.update_step))
     steps_per_update = cfg.num_envs * cfg.num_steps
     bar = tqdm(total=num_updates, initial=first, disable=not cfg.progress,
-               desc=f"stage {stage} {','.join(env.task_names)}"[:60], dynamic_ncols=True)  # fmt: skip
+               desc=f"stage {stage} {','.join(task_names)}"[:60], dynamic_ncols=True)  # fmt: skip
     metrics_f = open(run_dir / "metrics.jsonl", "a")
     acc, summary, t_last, u_last = None, {}, time.time(), first
     videos = run_dir / "videos"
     update = first
     try:
         for update in range(first, num_updates):
-            runner, m = L.iteration(runner)
-            if cfg.si_every > 0 and (update + 1) % cfg.si_every == 0:
-                runner, msi = L.si_phase(runner)
-                m = {**m, **msi}
+            runner, m = iterate(runner, update)
             m = jax.device_get(m)
             acc = _accumulate(acc, m)
             done_updates = update + 1
             if done_updates % cfg.log_every == 0 or done_updates == num_updates:
                 now = time.time()
                 dt = max(now - t_last, 1e-9)
-                s = _summarise({**m, **acc}, env.task_names)
+                s = _summarise({**m, **acc}, task_names)
                 s["sps"] = (done_updates - u_last) * steps_per_update / dt
                 s["updates_per_s"] = (done_updates - u_last) / dt
                 step = (base + done_updates) * steps_per_update
@@ -753,7 +967,7 @@ def _train_stage(cfg, built: Built, runner, mgr, writer, stage, run_dir, stop_af
                 if "episodic_return" in s:
                     post["ret"] = f"{s['episodic_return']:.2f}"
                     post["succ"] = f"{s['success_rate']:.2f}"
-                    for name in env.task_names if len(env.task_names) > 1 else ():
+                    for name in task_names if len(task_names) > 1 else ():
                         if f"success_rate/{name}" in s:
                             post[name[:12]] = f"{s[f'success_rate/{name}']:.2f}"
                 bar.set_postfix(post)
@@ -763,11 +977,12 @@ def _train_stage(cfg, built: Built, runner, mgr, writer, stage, run_dir, stop_af
             stopping = stop_after is not None and done_updates >= stop_after
             if done_updates % cfg.checkpoint_every == 0 or last or stopping:
                 save_checkpoint(mgr, base + done_updates, runner, stage, base)
-            if cfg.video_every >= 0 and (
-                (cfg.video_every > 0 and done_updates % cfg.video_every == 0) or last
+            if (
+                video is not None
+                and cfg.video_every >= 0
+                and ((cfg.video_every > 0 and done_updates % cfg.video_every == 0) or last)
             ):
-                frames = record_video(built, runner.params, jax.random.PRNGKey(done_updates),
-                                      cfg.video_length)  # fmt: skip
+                frames = video(runner.params, jax.random.PRNGKey(done_updates))
                 if frames is not None:
                     videos.mkdir(exist_ok=True)
                     write_mp4(videos / f"stage{stage}_update{done_updates:06d}.mp4", frames)
@@ -811,6 +1026,9 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     built = build(cfg, stages[int(meta["stage"])])
     L, env = built.learner, built.env
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
+    if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
+        none = jax.ShapeDtypeStruct((cfg.num_envs,), jnp.float32)
+        like = like.replace(env_params=none, env_state=none, reward_state=none)
     runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
     params = runner.params
     dims = L.action_dims

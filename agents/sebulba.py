@@ -46,6 +46,9 @@ class HostDriver:
         reward_fn: Callable | None = None,
         success_fn: Callable | None = None,
         mesh=None,
+        task_ids=None,
+        num_tasks: int = 1,
+        task_conditioned: bool = False,
     ):
         if vec_env.num_envs != cfg.num_envs:
             raise ValueError(f"vec_env has {vec_env.num_envs} envs but cfg.num_envs={cfg.num_envs}")
@@ -58,15 +61,22 @@ class HostDriver:
         self.success_fn = success_fn or (
             lambda info, n: np.asarray(info.get("success", np.zeros(n, bool)), bool)
         )
-        self.learner = lrn.Learner(cfg, None, network, mesh, action_dims=self.action_dims)
+        # per-env task index (episode stats, SI balancing) and, task_conditioned, obs["task_id"]
+        self.task_ids = (
+            np.zeros(cfg.num_envs, np.int32) if task_ids is None else np.asarray(task_ids, np.int32)
+        )
+        self.num_tasks = int(num_tasks)
+        self.task_conditioned = task_conditioned
+        self.learner = lrn.Learner(cfg, None, network, mesh, action_dims=self.action_dims,
+                                   num_tasks=self.num_tasks)  # fmt: skip
         mode = vec_env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
         self.next_step_reset = str(mode).endswith("NEXT_STEP") or mode == "next_step"
         L = self.learner
         dims = self.action_dims
 
         @jax.jit
-        def act(params, obs, prev, key):
-            pobs = jax.vmap(policy_obs)(obs)
+        def act(params, obs, prev, task_id, key):
+            pobs = self._policy_obs(obs, task_id)
             logits, value = L.apply(params, pobs, prev)
             a = losses.sample(key, logits, dims)
             return pobs, a, losses.log_prob(logits, a, dims), value
@@ -83,12 +93,19 @@ class HostDriver:
         self._obs = None
         self._autoreset = np.zeros(cfg.num_envs, bool)
 
+    def _policy_obs(self, obs, task_id):
+        pobs = jax.vmap(self.policy_obs)(obs)
+        if self.task_conditioned:
+            pobs["task_id"] = jnp.array(task_id)  # a copy: the runner's own is donated too
+        return pobs
+
     def init(self, key) -> lrn.Runner:
         cfg, n, k = self.cfg, self.cfg.num_envs, len(self.action_dims)
         k_net, k_run = jax.random.split(key)
         obs, _ = self.env.reset(seed=int(jax.random.randint(k_run, (), 0, 2**31 - 1)))
         self._obs = obs
-        pobs = jax.vmap(self.policy_obs)(jax.tree.map(jnp.asarray, obs))
+        task_id = jnp.asarray(self.task_ids)
+        pobs = self._policy_obs(jax.tree.map(jnp.asarray, obs), task_id)
         params = self.learner.init_params(k_net, pobs)
         one = jax.tree.map(lambda x: x[0], pobs)
         runner = lrn.Runner(
@@ -102,7 +119,7 @@ class HostDriver:
             ep_return=jnp.zeros((n,), jnp.float32),
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
-            task_id=jnp.zeros((n,), jnp.int32),
+            task_id=task_id,
             reward_state=jnp.zeros((n,)),
             si_buffer=si.init_buffer(cfg.si_capacity, cfg.si_max_len, one, k),
             si_store=si.init_store(n, cfg.si_max_len, one, k),
@@ -122,11 +139,14 @@ class HostDriver:
         buf, store = runner.si_buffer, runner.si_store
         key = runner.key
         steps = []
-        stats = {k: np.zeros(1) for k in ("episodes", "return_sum", "length_sum", "success_sum")}
+        nt, tid = self.num_tasks, self.task_ids
+        stats = {k: np.zeros(nt) for k in ("episodes", "return_sum", "length_sum", "success_sum")}
         for _ in range(cfg.num_steps):
             key, k_act = jax.random.split(key)
             obs = jax.tree.map(jnp.asarray, self._obs)
-            pobs, a, logp, value = self._act(runner.params, obs, jnp.asarray(prev), k_act)
+            pobs, a, logp, value = self._act(
+                runner.params, obs, jnp.asarray(prev), runner.task_id, k_act
+            )
             a_np = np.asarray(a)
             next_obs, r, term, trunc, info = self.env.step(self.to_env_action(a_np))
             valid = ~self._autoreset
@@ -142,10 +162,11 @@ class HostDriver:
             steps.append(dict(obs=pobs, prev_action=prev.copy(), action=a_np, logp=logp,
                               value=value, reward=reward.astype(np.float32), done=done,
                               episode_id=ep_id.copy(), mask=valid.astype(np.float32)))  # fmt: skip
-            stats["episodes"] += done.sum()
-            stats["return_sum"] += ep_ret[done].sum()
-            stats["length_sum"] += (ep_len + 1)[done].sum()
-            stats["success_sum"] += success.sum()
+            per_task = lambda x: np.bincount(tid, weights=x, minlength=nt)  # noqa: E731
+            stats["episodes"] += per_task(done.astype(np.float64))
+            stats["return_sum"] += per_task(np.where(done, ep_ret, 0.0))
+            stats["length_sum"] += per_task(np.where(done, ep_len + 1, 0).astype(np.float64))
+            stats["success_sum"] += per_task(success.astype(np.float64))
             ep_len = np.where(done, 0, ep_len + valid)
             ep_ret = np.where(done, 0.0, ep_ret)
             ep_id = ep_id + done
@@ -157,7 +178,7 @@ class HostDriver:
                 else jnp.stack([jnp.asarray(s[k]) for s in steps]))
             for k in steps[0]
         })  # fmt: skip
-        last_obs = jax.vmap(self.policy_obs)(jax.tree.map(jnp.asarray, self._obs))
+        last_obs = self._policy_obs(jax.tree.map(jnp.asarray, self._obs), runner.task_id)
         runner = runner.replace(
             obs=last_obs, prev_action=jnp.asarray(prev, jnp.int32),
             ep_return=jnp.asarray(ep_ret, jnp.float32), ep_length=jnp.asarray(ep_len, jnp.int32),
@@ -165,6 +186,17 @@ class HostDriver:
             env_steps=runner.env_steps + n * cfg.num_steps,
         )  # fmt: skip
         return self.learner.shard(runner), traj, stats
+
+    def adopt(self, restored: lrn.Runner, fresh: lrn.Runner) -> lrn.Runner:
+        """Continue a restored runner (params, optimizers, SI buffer, RNG, counters) on the envs
+        as `init` just reset them: simulator state is not checkpointed, so the episodes in flight
+        at the checkpoint are dropped (their partial SI trajectories too)."""
+        self._autoreset = np.zeros(self.cfg.num_envs, bool)
+        return self.learner.shard(restored.replace(
+            obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
+            ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,
+            episode_id=restored.episode_id + 1,
+        ))  # fmt: skip
 
     def iteration(self, runner: lrn.Runner):
         runner, traj, stats = self.rollout(runner)

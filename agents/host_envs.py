@@ -1,0 +1,33 @@
+"""Env factories that `envs.bridge.ProcessVectorEnv` workers import by name (`--backend process`).
+
+Kept import-light at module level (workers import it before anything else): JAX is imported
+inside the factory, after the worker's JAX is pinned to the CPU so N workers do not each claim
+the accelerator the learner runs on.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV_ID_VARIABLE = "MINECLIP_BRIDGE_ENV_ID"  # set by the bridge worker before it builds an env
+
+
+def voxel_env(tasks, seed: int = 0, compile_cache: str = "", **kw):
+    """One embedded world for bridge env id i: task `tasks[i % len(tasks)]`, `envs.make(**kw)`.
+
+    The env is reset and stepped once here, so its jitted functions compile during the worker's
+    startup (covered by the bridge's startup deadline, not the per-step one)."""
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if compile_cache:
+        os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.expanduser(compile_cache))
+        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "2")
+    import numpy as np
+
+    import envs
+
+    env_id = int(os.environ.get(ENV_ID_VARIABLE, "0"))
+    env = envs.make(tasks[env_id % len(tasks)], seed=seed, **kw)
+    env.reset(seed=seed)
+    env.step(np.zeros(env.action_space.shape, np.int64))
+    return env
