@@ -5,7 +5,8 @@
 
 Both runs use the same seed, network, PPO + self-imitation settings and env-step budget; only
 `--reward` differs (the success bonus is the same in both). The figure plots success rate and
-episodic return (of the training reward) against env steps, smoothed over 5 logs, and the
+episodic return (of the training reward) against env steps, episode-weighted over the last
+10 logs, up to the budget both runs reached, and the
 script prints the final success rates and the machine load.
 """
 
@@ -23,7 +24,7 @@ import tyro
 class Args:
     """python benchmarks/hunt_cow_curves.py --total-steps 100000"""
 
-    total_steps: int = 40_960
+    total_steps: int = 300_000
     """env steps per run"""
     num_envs: int = 16
     """parallel envs"""
@@ -44,10 +45,10 @@ def _config(args: Args, reward: str):
 
     return ppo.PPOConfig(
         task="hunt a cow", reward=reward, num_envs=args.num_envs, num_steps=64,
-        total_steps=args.total_steps, seed=args.seed, max_episode_steps=200,
+        total_steps=args.total_steps, seed=args.seed, max_episode_steps=500,
         out=str(Path(args.runs_dir) / reward), video_every=-1, checkpoint_every=20,
-        num_minibatches=2, update_epochs=2, image_size=(32, 48), world_size=32, world_pool=4,
-        progress=False,
+        num_minibatches=2, update_epochs=4, image_size=(32, 48), world_size=32, world_pool=4,
+        cnn="nature", action_prior="balanced", progress=False,
     )  # fmt: skip
 
 
@@ -57,11 +58,13 @@ def _read(run_dir: Path):
     return [r["env_steps"] for r in rows], rows
 
 
-def _smooth(xs, k=5):
+def _window(rows, key, k=10):
+    """Episode-weighted mean of `key` over the last k logs (a log holds a few episodes)."""
     out = []
-    for i in range(len(xs)):
-        w = xs[max(0, i - k + 1) : i + 1]
-        out.append(sum(w) / len(w))
+    for i in range(len(rows)):
+        w = rows[max(0, i - k + 1) : i + 1]
+        eps = sum(r["episodes"] for r in w)
+        out.append(sum(r[key] * r["episodes"] for r in w) / max(eps, 1.0))
     return out
 
 
@@ -71,16 +74,27 @@ def plot(args: Args) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    runs = {rw: _read(Path(args.runs_dir) / rw) for rw in ("manual", "sparse")}
+    budget = min(steps[-1] for steps, _ in runs.values())  # compare at the same env steps
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     final = {}
     for reward, color in (("manual", "tab:blue"), ("sparse", "tab:orange")):
-        steps, rows = _read(Path(args.runs_dir) / reward)
-        succ = _smooth([r["success_rate"] for r in rows])
-        ret = _smooth([r["episodic_return"] for r in rows])
-        axes[0].plot(steps, succ, color=color, label=f"{reward} reward")
-        axes[1].plot(steps, ret, color=color, label=f"{reward} reward")
-        tail = rows[-max(1, len(rows) // 10) :]
-        final[reward] = sum(r["success_rate"] for r in tail) / len(tail)
+        steps, rows = runs[reward]
+        keep = [i for i, s in enumerate(steps) if s <= budget]
+        steps, rows = [steps[i] for i in keep], [rows[i] for i in keep]
+        axes[0].plot(steps, _window(rows, "success_rate"), color=color, label=f"{reward} reward")
+        axes[1].plot(steps, _window(rows, "episodic_return"), color=color,
+                     label=f"{reward} reward")  # fmt: skip
+        tail = [r for s, r in zip(steps, rows) if s > 0.9 * budget]
+        eps = sum(r["episodes"] for r in tail)
+        final[reward] = {
+            "env_steps": steps[-1],
+            "episodes_in_last_10pct": eps,
+            "success_rate_last_10pct": sum(r["success_rate"] * r["episodes"] for r in tail)
+            / max(eps, 1.0),
+            "success_rate_all": sum(r["success_rate"] * r["episodes"] for r in rows)
+            / max(sum(r["episodes"] for r in rows), 1.0),
+        }
     axes[0].set(xlabel="env steps", ylabel="success rate", title='"hunt a cow" (embedded world)')
     axes[1].set(xlabel="env steps", ylabel="episodic return (training reward)")
     for a in axes:

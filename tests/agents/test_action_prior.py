@@ -10,24 +10,25 @@ from envs import spaces
 
 
 def _groups():
-    names = spaces.COMPACT_NAMES
-    cam = np.array([n.startswith("camera") for n in names])
-    fun = np.array([n in ("use", "attack") for n in names])
-    return cam, ~cam & ~fun, fun
+    a = spaces.COMPACT_ACTIONS  # MultiDiscrete rows: [3] pitch bin, [5] functional action
+    cam = np.arange(len(a)) < 81
+    level = cam & (a[:, 3] == spaces.CAMERA_NOOP_BIN)
+    fun = np.isin(a[:, 5], [spaces.FN_USE, spaces.FN_ATTACK]) & ~cam
+    return level, cam & ~level, ~cam & ~fun, fun
 
 
-def test_balanced_prior_gives_each_group_a_third():
+def test_balanced_prior_gives_each_group_a_quarter():
     p = np.exp(np.asarray(ppo.compact_action_prior("balanced")))
     assert p.shape == (spaces.NUM_COMPACT_ACTIONS,)
     np.testing.assert_allclose(p.sum(), 1.0, rtol=1e-6)
-    cam, mov, fun = _groups()
-    assert (cam.sum(), mov.sum(), fun.sum()) == (81, 6, 2)
-    for g in (cam, mov, fun):
-        np.testing.assert_allclose(p[g].sum(), 1 / 3, rtol=1e-6)
+    groups = _groups()
+    assert tuple(int(g.sum()) for g in groups) == (9, 72, 6, 2)
+    for g in groups:
+        np.testing.assert_allclose(p[g].sum(), 1 / 4, rtol=1e-6)
         np.testing.assert_allclose(p[g], p[g][0])  # uniform inside a group
-    # forward: 1/18 instead of 1/89 under the uniform policy; attack 1/6 instead of 1/89
-    np.testing.assert_allclose(p[spaces.COMPACT_NAMES.index("forward")], 1 / 18, rtol=1e-6)
-    np.testing.assert_allclose(p[spaces.COMPACT_NAMES.index("attack")], 1 / 6, rtol=1e-6)
+    # forward: 1/24 instead of 1/89 under the uniform policy; attack 1/8 instead of 1/89
+    np.testing.assert_allclose(p[spaces.COMPACT_NAMES.index("forward")], 1 / 24, rtol=1e-6)
+    np.testing.assert_allclose(p[spaces.COMPACT_NAMES.index("attack")], 1 / 8, rtol=1e-6)
 
 
 def test_uniform_prior_is_none_and_unknown_kind_is_an_error():
