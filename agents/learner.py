@@ -148,6 +148,12 @@ class Learner:
         self.cfg = cfg
         self.env = env
         self.network = network
+        # Initial action logits of the policy (MineAgent.action_prior): the entropy bonus is
+        # taken relative to them (losses.entropy_regularizer).
+        prior = getattr(network, "action_prior", None)
+        self.prior_logits = (
+            None if prior is None else jnp.concatenate([jnp.asarray(p, jnp.float32) for p in prior])
+        )
         self.mesh = mesh or make_mesh()
         self.hooks = hooks or RewardHooks()
         self.action_dims = tuple(action_dims or env.action_dims)
@@ -330,12 +336,15 @@ class Learner:
         pg, clipfrac = losses.policy_loss(new_logp, mb.logp, adv, cfg.clip_eps, mb.mask)
         vl = losses.value_loss(value, mb.value, ret, cfg.vf_clip, mb.mask)
         ent = losses.masked_mean(losses.entropy(logits, dims), mb.mask)
+        reg = losses.masked_mean(
+            losses.entropy_regularizer(logits, dims, self.prior_logits), mb.mask
+        )
         smooth = (
             losses.action_smoothing_loss(logits, mb.episode_id, cfg.smooth_window, dims, mb.mask)
             if cfg.smooth_coef > 0
             else jnp.zeros(())
         )
-        total = pg + cfg.vf_coef * vl - cfg.ent_coef * ent + cfg.smooth_coef * smooth
+        total = pg + cfg.vf_coef * vl + cfg.ent_coef * reg + cfg.smooth_coef * smooth
         approx_kl = losses.masked_mean(
             (jnp.exp(new_logp - mb.logp) - 1) - (new_logp - mb.logp), mb.mask
         )

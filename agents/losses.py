@@ -38,6 +38,21 @@ def entropy(logits: jax.Array, action_dims: Sequence[int]) -> jax.Array:
     return out
 
 
+def entropy_regularizer(
+    logits: jax.Array, action_dims: Sequence[int], prior_logits: jax.Array | None = None
+) -> jax.Array:
+    """The term the entropy coefficient multiplies in the loss (to be minimised): `[...]`.
+
+    Without a prior it is the negative entropy. With an action prior p0 (initial logits of the
+    policy) it is KL(pi || p0) = -H(pi) - E_pi[log p0]: the entropy bonus measured against the
+    prior, so the regulariser keeps the policy near p0 instead of pulling it toward uniform
+    (for a uniform p0 it equals log n - H(pi), the same gradient as the plain bonus).
+    """
+    if prior_logits is None:
+        return -entropy(logits, action_dims)
+    return kl(logits, jnp.broadcast_to(prior_logits, logits.shape), action_dims)
+
+
 def kl(logits_p: jax.Array, logits_q: jax.Array, action_dims: Sequence[int]) -> jax.Array:
     """KL(p || q) of two factorised categoricals (sum over components): `[...]`."""
     out = 0.0

@@ -10,6 +10,8 @@
     python -m agents.ppo --backend process --num-envs 4                   # host-stepped (bridge)
     python -m agents.ppo --backend minedojo --task harvest_milk_with_empty_bucket_and_cow \
         --minedojo-jar MalmoMod-0.37.0-fat.jar                           # MineDojo's Java simulator
+    python -m agents.ppo --backend minedojo --task harvest_milk_with_empty_bucket_and_cow \
+        --minedojo-jar MalmoMod-0.37.0-fat.jar --reward mineclip --mineclip-ckpt attn.pth
 
 The run directory (`--out`) gets `config.json`, orbax checkpoints (params, optimizer states, SI
 buffer, env and RNG state, step), `metrics.jsonl`, TensorBoard events and MP4 episode videos.
@@ -17,8 +19,10 @@ Everything here is importable: `train(cfg)`, `build(cfg)`, `load_policy(run_dir)
 
 `--backend jax` rolls out inside one jitted `lax.scan` (Anakin); `process` and `minedojo` step a
 Gymnasium vector env of bridge workers on the host with batched jitted inference per step
-(`agents.sebulba.HostDriver`, Sebulba), then run the same update. Host-stepped runs checkpoint
-the learner, not the simulators: `--resume` restarts the envs, so it is not bitwise-identical.
+(`agents.sebulba.HostDriver`, Sebulba), then run the same update; with --mineclip-ckpt that
+per-step call also encodes each 160x256 frame once with MineCLIP (policy features and, with
+--reward mineclip, the reward's 16-frame window). Host-stepped runs checkpoint the learner, not
+the simulators: `--resume` restarts the envs, so it is not bitwise-identical.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ class PPOConfig:
     vf_clip: float | None = None
     """value clip range (None: unclipped value loss)"""
     ent_coef: float = 0.01
-    """entropy bonus coefficient"""
+    """entropy bonus coefficient (with --action-prior balanced: of KL(policy || prior), the bonus measured against the prior)"""
     vf_coef: float = 0.5
     """value loss coefficient"""
     smooth_coef: float = 0.0
@@ -141,7 +145,7 @@ class PPOConfig:
     action_repeat: int = 1
     """embedded world game ticks per env step (camera turn and one-shot actions on the first tick, movement and attack held, one frame rendered)"""
     backend: Literal["jax", "process", "minedojo"] = "jax"
-    """rollouts: jax (embedded world in a lax.scan on device), process (embedded world, one env per bridge worker process, host-stepped) or minedojo (MineDojo's Java simulator via the bridge, frames at --image-size)"""
+    """rollouts: jax (embedded world in a lax.scan on device), process (embedded world, one env per bridge worker process, host-stepped) or minedojo (MineDojo's Java simulator via the bridge, frames at --image-size, 160x256 with MineCLIP)"""
     bridge_envs_per_worker: int = 1
     """--backend process: envs hosted (stepped in turn) by one worker process"""
     bridge_timeout_s: float | None = None
@@ -261,12 +265,6 @@ def _validate_backend(cfg: PPOConfig, stages) -> None:
     flag = f"--backend {cfg.backend}"
     if any(t == "cartpole" for s in stages for t in s):
         raise ConfigError(f"cartpole is a JAX env; train it with --backend jax, not {flag}")
-    if cfg.mineclip_ckpt or cfg.reward == "mineclip":
-        raise ConfigError(
-            f"{flag} does not support MineCLIP yet (--mineclip-ckpt / --reward mineclip: the "
-            "frozen features and the MineCLIP reward run inside the on-device rollout only); use "
-            "--backend jax, or --reward manual / sparse without --mineclip-ckpt"
-        )
     if cfg.bridge_envs_per_worker < 1:
         raise ConfigError(
             f"--bridge-envs-per-worker must be >= 1, got {cfg.bridge_envs_per_worker}"
@@ -581,8 +579,11 @@ def _build(cfg: PPOConfig, tasks: tuple[str, ...]) -> Built:
 # ----------------------------------------------------------------------------- host-stepped
 def make_host_vector_env(cfg: PPOConfig, tasks: tuple[str, ...], log_dir: Path | None = None):
     """The Gymnasium vector env of a host-stepped backend: the embedded world in bridge worker
-    processes (`process`, env i runs `tasks[i % len(tasks)]`) or MineDojo's Java simulator."""
-    h, w = tuple(cfg.image_size)
+    processes (`process`, env i runs `tasks[i % len(tasks)]`) or MineDojo's Java simulator.
+    With a MineCLIP checkpoint the frames are 160x256 (what MineCLIP was trained on) and
+    rendered whatever --image-size / --no-render say, as on the jax backend."""
+    use_mc = bool(cfg.mineclip_ckpt)
+    h, w = (160, 256) if use_mc else tuple(cfg.image_size)
     common = dict(max_restarts=cfg.bridge_max_restarts,
                   log_dir=None if log_dir is None else str(log_dir))  # fmt: skip
     if cfg.backend == "process":
@@ -593,7 +594,7 @@ def make_host_vector_env(cfg: PPOConfig, tasks: tuple[str, ...], log_dir: Path |
             "agents.host_envs:voxel_env", cfg.num_envs, timeout_s=timeout,
             startup_timeout_s=max(600.0, timeout), envs_per_worker=cfg.bridge_envs_per_worker,
             tasks=tuple(tasks), seed=cfg.seed, compile_cache=cfg.compile_cache,
-            render=cfg.render, height=h, width=w, size_x=cfg.world_size, size_z=cfg.world_size,
+            render=cfg.render or use_mc, height=h, width=w, size_x=cfg.world_size, size_z=cfg.world_size,
             world_pool_size=cfg.world_pool, max_steps=cfg.max_episode_steps, **common,
         )  # fmt: skip
     if cfg.backend == "minedojo":
@@ -608,10 +609,24 @@ def make_host_vector_env(cfg: PPOConfig, tasks: tuple[str, ...], log_dir: Path |
     raise ConfigError(f"--backend {cfg.backend!r} is not host-stepped")
 
 
+def host_mineclip_hooks(cfg: PPOConfig, tasks: tuple[str, ...]):
+    """`_mineclip_hooks` for `agents.sebulba.HostDriver`: the same featurize / init / step, with a
+    zero base reward (the host adds manual / sparse + success bonus itself), so `step` gives the
+    MineCLIP term alone (zero without --reward mineclip). Returns (hooks, consts, handle)."""
+    from types import SimpleNamespace
+
+    from envs import tasks as envs_tasks
+
+    prompts = tuple(envs_tasks.get(t).prompt for t in tasks)
+    return _mineclip_hooks(cfg, SimpleNamespace(reward_fn=lambda r, info: r), prompts)
+
+
 def build_host_driver(cfg: PPOConfig, tasks: tuple[str, ...], vec_env):
     """HostDriver over `vec_env` with the policy, observations, actions and rewards of the
     on-device path: the same network (`build_network`), `_voxel_policy_obs` (the Gymnasium obs
-    dict has the embedded world's layout), the compact action table, manual / sparse rewards."""
+    dict has the embedded world's layout), the compact action table, manual / sparse rewards
+    and, with --mineclip-ckpt, frozen MineCLIP features (+ the MineCLIP reward with --reward
+    mineclip) computed once per frame in the driver's inference call (`host_mineclip_hooks`)."""
     from types import SimpleNamespace
 
     from agents import sebulba
@@ -630,8 +645,10 @@ def build_host_driver(cfg: PPOConfig, tasks: tuple[str, ...], vec_env):
         def to_env_action(a):
             return np.concatenate([a, np.zeros((a.shape[0], 2), a.dtype)], axis=1)
 
+    use_mc = bool(cfg.mineclip_ckpt)
+
     def policy_obs(obs):
-        if not cfg.render:  # MineDojo always sends frames; --no-render keeps them from the policy
+        if not cfg.render and not use_mc:  # MineDojo always sends frames; --no-render hides them
             obs = {k: v for k, v in obs.items() if k != "rgb"}
         return _voxel_policy_obs(obs)
 
@@ -642,7 +659,7 @@ def build_host_driver(cfg: PPOConfig, tasks: tuple[str, ...], vec_env):
 
     def reward_fn(r, info):
         r_succ = bonus * success_fn(info).astype(np.float32)
-        if cfg.reward == "sparse":
+        if cfg.reward != "manual":  # sparse; mineclip adds its term through the hooks
             return r_succ
         # manual: the embedded world reports its dense shaping; MineDojo cannot (Malmo has no
         # target distances), so there it is the task's programmatic reward
@@ -653,12 +670,15 @@ def build_host_driver(cfg: PPOConfig, tasks: tuple[str, ...], vec_env):
 
     net = build_network(cfg, SimpleNamespace(task_names=names, action_dims=dims,
                                              num_tasks=len(names)))  # fmt: skip
-    unroll = jax.default_backend() == "cpu" if cfg.unroll is None else cfg.unroll
+    hooks, consts = (host_mineclip_hooks(cfg, tasks)[:2]) if use_mc else (None, None)
+    # as on the jax backend: unrolled scans on CPU for the CNN, not for MineCLIP features
+    unroll = (jax.default_backend() == "cpu" and not use_mc) if cfg.unroll is None else cfg.unroll
     return sebulba.HostDriver(
         dataclasses.replace(cfg, unroll=unroll), vec_env, net, action_dims=dims,
         policy_obs=policy_obs, to_env_action=to_env_action, reward_fn=reward_fn,
         success_fn=success_fn, mesh=lrn.make_mesh(cfg.num_devices),
         task_ids=np.arange(n) % len(names), num_tasks=len(names), task_conditioned=True,
+        hooks=hooks, consts=consts,
     )  # fmt: skip
 
 
@@ -1028,7 +1048,9 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
     if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
         none = jax.ShapeDtypeStruct((cfg.num_envs,), jnp.float32)
-        like = like.replace(env_params=none, env_state=none, reward_state=none)
+        like = like.replace(env_params=none, env_state=none)
+        if L.hooks.init is None:  # its reward state is MineCLIP's window, as here, or nothing
+            like = like.replace(reward_state=none)
     runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
     params = runner.params
     dims = L.action_dims

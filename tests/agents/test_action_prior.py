@@ -57,3 +57,29 @@ def test_fresh_agent_policy_is_softmax_of_prior(use_jit):
                                  critic_hidden=8)  # fmt: skip
     lu, _ = uniform.apply(uniform.init(jax.random.PRNGKey(0), obs), obs)
     np.testing.assert_allclose(jax.nn.softmax(lu, -1), jnp.full((5, 89), 1 / 89), rtol=0.1)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_entropy_regularizer_is_kl_to_the_prior(use_jit):
+    from agents import losses
+
+    dims = (3, 2)
+    logits = jax.random.normal(jax.random.PRNGKey(0), (4, 5))
+    prior = jnp.log(jnp.array([0.5, 0.25, 0.25, 0.9, 0.1]))
+    f = (
+        jax.jit(losses.entropy_regularizer, static_argnums=1)
+        if use_jit
+        else (losses.entropy_regularizer)
+    )
+    # NumPy: sum over components of sum_a pi(a) (log pi(a) - log p0(a))
+    want = np.zeros(4)
+    for lo, hi in ((0, 3), (3, 5)):
+        lg = np.asarray(logits[:, lo:hi], np.float64)
+        logp = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
+        want += (np.exp(logp) * (logp - np.asarray(prior[lo:hi]))).sum(-1)
+    np.testing.assert_allclose(f(logits, dims, prior), want, rtol=1e-5)
+    # No prior: minus the entropy. Uniform prior: log n - H, i.e. the same gradient.
+    np.testing.assert_allclose(f(logits, dims, None), -losses.entropy(logits, dims), rtol=1e-6)
+    g_plain = jax.grad(lambda x: f(x, dims, None).sum())(logits)
+    g_unif = jax.grad(lambda x: f(x, dims, jnp.zeros(5)).sum())(logits)
+    np.testing.assert_allclose(g_unif, g_plain, atol=1e-6)
