@@ -74,7 +74,24 @@ variant below gave pixel-identical frames to the previous renderer):
   two fields (before/after a translucent surface) cost 3.4 ms/frame, and the jump step has
   about twice the arithmetic of a cell step while the slowest ray of a tile (grazing the
   ground, radius 0-1) gains little. Removed.
-- carrying the cell as one flat index (six loop outputs instead of nine): 18.9 -> 19.1, no gain.
+- carrying the cell as one flat index (six loop outputs instead of nine): 18.9 -> 19.1, no gain;
+  the state stacked into one int [5, N] and one float [4, N] array per step: 16.9 -> 18.9;
+  the step's decision materialized once through a gather from an identity table (XLA keeps
+  gathers as their own fusions): 18.7 -> 19.5; a lean step carrying only t (cell and exit
+  time recomputed from o + t d): 18.9 -> 20.3 and 0.006% of pixels different. None kept.
+- mob hits carried as (t, packed mob/box/axis): the unrolled box tests are recomputed in two
+  loop-output fusions instead of four: 19.0 -> 18.6.
+- the fine step at special/translucent cells (stubbed out, leaving those rays as hits: 18.4 ->
+  11.7, so these cells cost about a third) on the waiting rays gathered into a batch of at most
+  256 (the whole tile when more wait): 17.7 -> 17.1, 18.8 -> 18.3. Letting that batch run fine
+  steps until none waits (runs of grass, leaves, a water surface) instead of one cell per tile
+  iteration: 17.7 -> 17.6, not kept; lean_steps 2/4/6/16 with it: 21.3/18.9/18.6/19.0 vs 18.3.
+- make_scene padded the mob slots of `num_mobs` as alive cows at the origin (12 of the 16
+  slots of these scenes); they are dead now, so figures from here on have 2-4 mobs per scene.
+- batch 64, same process, load 7.1: old 32.8 -> new 19.9 ms/frame of CPU (wall 42.3 -> 23.1);
+  `python benchmarks/render_throughput.py --batches 64` at load 7.0: 42.9 frames/s (23.3
+  ms/frame), /usr/bin/time user 14.0 s vs wall 22.0 s for the whole script. Before this pass
+  the same command gave 29.5 frames/s at load 2.5, and 43.7 on an idle machine.
 - two cores: XLA:CPU (jax 0.10) runs one thunk per kernel; two independent lax.map chains were
   still serialized (the thunk executor's graph chained the while thunks, buffer reuse), with
   or without --xla_cpu_enable_concurrency_optimized_scheduler. Single loop fusions of 64k+

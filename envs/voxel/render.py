@@ -25,11 +25,11 @@ Why it is fast enough on a CPU:
   fusions): a plain one-cell DDA step through see-through cells (air, and translucent blocks
   once one is recorded) that carries nine arrays, reads one byte of a per-cell class grid and
   has no reduction or cond; a ray stops in the first other cell, and an opaque cube is a hit
-  found after the steps. Only when some ray of
-  the tile waits in a special cell (partial boxes: carpet, torch, cactus; alpha-tested texels:
-  leaves, glass; the first translucent block) does a full step with those geometric tests run
-  (`lax.cond`). Measured per ray-step on CPU the lean step is about 6 ns against about 22 for
-  the brick-jumping step, which more than pays for the extra steps without bricks.
+  found after the steps. Only when some ray of the tile waits in a special cell (partial
+  boxes: carpet, torch, cactus; alpha-tested texels: leaves, glass; the first translucent
+  block) does a full step with those geometric tests run (`lax.switch`), on the waiting rays gathered into a batch of at most `_FINE_COMPACT` (the
+  whole tile when more wait). Measured per ray-step on CPU the lean step is about 6 ns against
+  about 22 for the brick-jumping step, which more than pays for the extra steps without bricks.
   `lean_steps=0` selects the plain loop of full steps (`step`, with empty-space bricks), kept as
   the reference the tests compare with.
 - Mobs are tested only in the tiles their projected bounding sphere overlaps, on the
