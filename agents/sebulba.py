@@ -2,15 +2,36 @@
 `envs.make_vector(..., backend="minedojo")`, or any Gymnasium `VectorEnv`.
 
 The env batch is stepped on the host; every step runs ONE jitted, batched inference call
-(policy, plus frozen features through `featurize` when given) and one jitted bookkeeping call
-(self-imitation episode store); after `num_steps` steps the `[T, N]` batch goes to the same
-jitted, data-parallel PPO update as the Anakin driver (`Learner.update`), and every `si_every`
-updates to the same SI phase.
+(observation -> policy inputs, frozen features through `hooks.featurize` when given, the reward
+hook, the policy) and one jitted bookkeeping call (self-imitation episode store); after
+`num_steps` steps the `[T, N]` batch goes to the same jitted, data-parallel PPO update as the
+Anakin driver (`Learner.update`), and every `si_every` updates to the same SI phase.
 
 Gymnasium autoreset modes: SAME_STEP needs nothing; NEXT_STEP (the Gymnasium 1.x default) returns
 a reset observation on the step *after* an episode ended, ignoring that step's action, so that
 transition gets `mask = 0` and is excluded from every loss (the env's real last transition keeps
 `done = True`, which stops the GAE bootstrap).
+
+Frozen features and a learned reward (`hooks`, `agents.learner.RewardHooks`, e.g. MineCLIP from
+`agents.ppo.host_mineclip_hooks`): every frame is featurized exactly once, in the inference
+call of the step that acts on it, and that call also pushes it through `hooks.step`, which
+gives the reward term of the transition that *produced* the frame. So a step's reward is
+complete one call later (the last step of a rollout is completed by one featurize-only call,
+whose features become `runner.obs`, the next rollout's first input: no frame is encoded twice).
+The hook sees `done = skip`, True where the frame follows an episode end or is an episode's
+first frame, and must then give no term and restart its window there (`_mineclip_hooks.step`
+does: no MineCLIP term on a done step, exactly as on the device path). Consequences:
+
+- SAME_STEP: the frame of a done step is the next episode's reset frame: no term, it refills
+  the window (the on-device rule).
+- NEXT_STEP: the done step's frame is the real terminal frame: no term either (the same rule
+  on both paths, so rewards are comparable); it refills the window, and the reset frame
+  returned by the following ignored step refills it again, with no term (that transition is
+  masked): nothing of the ended episode reaches the next one's window.
+- The reset frames of `init` go into the window too, so every episode's window starts at its
+  own reset frame (on the device path the first episode of each env starts at its second frame).
+
+The policy inputs (features, not frames) are what the SI buffer stores, as on the device path.
 
     driver = HostDriver(cfg, vec_env, network, action_dims=(2,), policy_obs=lambda o: {"state": o})
     runner = driver.init(jax.random.PRNGKey(0))
@@ -26,6 +47,8 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from agents import learner as lrn
 from agents import losses
@@ -33,7 +56,13 @@ from agents import self_imitation as si
 
 
 class HostDriver:
-    """PPO + SI on a Gymnasium VectorEnv (actor on the host, learner jitted over the mesh)."""
+    """PPO + SI on a Gymnasium VectorEnv (actor on the host, learner jitted over the mesh).
+
+    `reward_fn(env_reward, info) -> [N]` is the host-side reward (manual / sparse + success
+    bonus); with `hooks` (`RewardHooks(featurize, init, step)`) and their replicated `consts`,
+    `hooks.featurize(consts, obs)` turns the policy inputs into features once per frame and
+    `hooks.step(consts, rstate, obs, skip, zeros [N], {}) -> (rstate, extra [N])` adds a learned
+    reward term (see the module docstring for when `skip` is True)."""
 
     def __init__(
         self,
@@ -49,6 +78,8 @@ class HostDriver:
         task_ids=None,
         num_tasks: int = 1,
         task_conditioned: bool = False,
+        hooks: lrn.RewardHooks | None = None,
+        consts=None,
     ):
         if vec_env.num_envs != cfg.num_envs:
             raise ValueError(f"vec_env has {vec_env.num_envs} envs but cfg.num_envs={cfg.num_envs}")
@@ -67,19 +98,37 @@ class HostDriver:
         )
         self.num_tasks = int(num_tasks)
         self.task_conditioned = task_conditioned
-        self.learner = lrn.Learner(cfg, None, network, mesh, action_dims=self.action_dims,
+        self.hooks = hooks or lrn.RewardHooks()
+        self.learner = lrn.Learner(cfg, None, network, mesh, hooks=self.hooks, consts=consts,
+                                   action_dims=self.action_dims,
                                    num_tasks=self.num_tasks)  # fmt: skip
+        # MineCLIP params and prompt features: on the device once, replicated, passed to every call
+        self.consts = jax.device_put(self.learner.consts, NamedSharding(self.learner.mesh, P()))
         mode = vec_env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
         self.next_step_reset = str(mode).endswith("NEXT_STEP") or mode == "next_step"
-        L = self.learner
-        dims = self.action_dims
+        L, hooks = self.learner, self.hooks
+        dims, n = self.action_dims, cfg.num_envs
 
-        @jax.jit
-        def act(params, obs, prev, task_id, key):
+        def observe(consts, rstate, obs, task_id, skip):
+            """Raw obs -> policy inputs (features computed here, once) + the reward term of
+            the transition that produced the frame."""
             pobs = self._policy_obs(obs, task_id)
+            if hooks.featurize is not None:
+                pobs = hooks.featurize(consts, pobs)
+            zero = jnp.zeros((n,), jnp.float32)
+            if hooks.step is None:
+                return pobs, rstate, zero
+            rstate, extra = hooks.step(consts, rstate, pobs, skip, zero, {})
+            return pobs, rstate, jnp.where(skip, 0.0, extra).astype(jnp.float32)
+
+        def act(params, pobs, prev, key):
             logits, value = L.apply(params, pobs, prev)
             a = losses.sample(key, logits, dims)
-            return pobs, a, losses.log_prob(logits, a, dims), value
+            return a, losses.log_prob(logits, a, dims), value
+
+        def observe_act(params, consts, rstate, obs, task_id, skip, prev, key):
+            pobs, rstate, extra = observe(consts, rstate, obs, task_id, skip)
+            return (pobs, rstate, extra, *act(params, pobs, prev, key))
 
         @jax.jit
         def book(buf, store, pobs, prev, action, done, ret, success, task_id, valid):
@@ -89,7 +138,8 @@ class HostDriver:
             )
             return si.finish_episodes(buf, store, done, ret, success, task_id, cfg.si_min_return)
 
-        self._act, self._book = act, book
+        self._observe, self._act = jax.jit(observe), jax.jit(act)
+        self._observe_act, self._book = jax.jit(observe_act), book
         self._obs = None
         self._autoreset = np.zeros(cfg.num_envs, bool)
 
@@ -104,8 +154,16 @@ class HostDriver:
         k_net, k_run = jax.random.split(key)
         obs, _ = self.env.reset(seed=int(jax.random.randint(k_run, (), 0, 2**31 - 1)))
         self._obs = obs
+        self._autoreset = np.zeros(n, bool)
         task_id = jnp.asarray(self.task_ids)
-        pobs = self._policy_obs(jax.tree.map(jnp.asarray, obs), task_id)
+        rstate = (
+            self.hooks.init(self.consts, n, self.task_ids)
+            if self.hooks.init is not None
+            else jnp.zeros((n,))
+        )
+        # the reset frames open every env's reward window (skip: no reward term)
+        pobs, rstate, _ = self._observe(self.consts, rstate, jax.tree.map(jnp.asarray, obs),
+                                        task_id, jnp.ones((n,), bool))  # fmt: skip
         params = self.learner.init_params(k_net, pobs)
         one = jax.tree.map(lambda x: x[0], pobs)
         runner = lrn.Runner(
@@ -120,7 +178,7 @@ class HostDriver:
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
             task_id=task_id,
-            reward_state=jnp.zeros((n,)),
+            reward_state=rstate,
             si_buffer=si.init_buffer(cfg.si_capacity, cfg.si_max_len, one, k),
             si_store=si.init_store(n, cfg.si_max_len, one, k),
             key=k_run,
@@ -130,23 +188,55 @@ class HostDriver:
         return self.learner.shard(runner)
 
     def rollout(self, runner: lrn.Runner):
-        """`num_steps` host steps -> (runner with new obs/SI state, Transition [T, N], episode stats)."""
+        """`num_steps` host steps -> (runner with new obs/SI state, Transition [T, N], episode stats).
+
+        Step t acts on `runner.obs` (t = 0) or on the frame step t - 1 returned, featurized in
+        the same call that completes step t - 1's reward; after the loop one featurize-only call
+        completes the last step and gives the next rollout's first policy inputs."""
         cfg, n = self.cfg, self.cfg.num_envs
         prev = np.asarray(runner.prev_action)
-        ep_ret = np.asarray(runner.ep_return, np.float64)
-        ep_len = np.asarray(runner.ep_length)
-        ep_id = np.asarray(runner.episode_id)
-        buf, store = runner.si_buffer, runner.si_store
-        key = runner.key
+        s = dict(ep_ret=np.asarray(runner.ep_return, np.float64),
+                 ep_len=np.asarray(runner.ep_length), ep_id=np.asarray(runner.episode_id),
+                 buf=runner.si_buffer, store=runner.si_store)  # fmt: skip
+        key, rstate, pobs = runner.key, runner.reward_state, runner.obs
         steps = []
         nt, tid = self.num_tasks, self.task_ids
         stats = {k: np.zeros(nt) for k in ("episodes", "return_sum", "length_sum", "success_sum")}
-        for _ in range(cfg.num_steps):
+        per_task = lambda x: np.bincount(tid, weights=x, minlength=nt)  # noqa: E731
+
+        def finish(p, extra):
+            """Step `p` once the frame it produced was observed: reward, SI, episode stats."""
+            valid, done = p["valid"], p["done"]
+            reward = (p["reward"] + np.where(p["skip"], 0.0, np.asarray(extra))).astype(np.float32)
+            s["ep_ret"] = s["ep_ret"] + reward
+            s["buf"], s["store"] = self._book(
+                s["buf"], s["store"], p["pobs"], jnp.asarray(p["prev"]), p["a"],
+                jnp.asarray(done), jnp.asarray(s["ep_ret"], jnp.float32),
+                jnp.asarray(p["success"]), runner.task_id, jnp.asarray(valid),
+            )  # fmt: skip
+            steps.append(dict(obs=p["pobs"], prev_action=p["prev"], action=p["a_np"],
+                              logp=p["logp"], value=p["value"], reward=reward, done=done,
+                              episode_id=s["ep_id"].copy(),
+                              mask=valid.astype(np.float32)))  # fmt: skip
+            stats["episodes"] += per_task(done.astype(np.float64))
+            stats["return_sum"] += per_task(np.where(done, s["ep_ret"], 0.0))
+            stats["length_sum"] += per_task(np.where(done, s["ep_len"] + 1, 0).astype(np.float64))
+            stats["success_sum"] += per_task(p["success"].astype(np.float64))
+            s["ep_len"] = np.where(done, 0, s["ep_len"] + valid)
+            s["ep_ret"] = np.where(done, 0.0, s["ep_ret"])
+            s["ep_id"] = s["ep_id"] + done
+
+        pending, skip = None, None
+        for t in range(cfg.num_steps):
             key, k_act = jax.random.split(key)
-            obs = jax.tree.map(jnp.asarray, self._obs)
-            pobs, a, logp, value = self._act(
-                runner.params, obs, jnp.asarray(prev), runner.task_id, k_act
-            )
+            if t == 0:  # the runner's obs are this frame's policy inputs already
+                a, logp, value = self._act(runner.params, pobs, jnp.asarray(prev), k_act)
+            else:
+                pobs, rstate, extra, a, logp, value = self._observe_act(
+                    runner.params, self.consts, rstate, jax.tree.map(jnp.asarray, self._obs),
+                    runner.task_id, jnp.asarray(skip), jnp.asarray(prev), k_act,
+                )  # fmt: skip
+                finish(pending, extra)
             a_np = np.asarray(a)
             next_obs, r, term, trunc, info = self.env.step(self.to_env_action(a_np))
             valid = ~self._autoreset
@@ -155,34 +245,30 @@ class HostDriver:
                 valid, np.asarray(self.reward_fn(np.asarray(r), info), np.float32), 0.0
             )
             success = self.success_fn(info, n) & done
-            ep_ret = ep_ret + reward
-            buf, store = self._book(buf, store, pobs, jnp.asarray(prev), a, jnp.asarray(done),
-                                    jnp.asarray(ep_ret, jnp.float32), jnp.asarray(success),
-                                    runner.task_id, jnp.asarray(valid))  # fmt: skip
-            steps.append(dict(obs=pobs, prev_action=prev.copy(), action=a_np, logp=logp,
-                              value=value, reward=reward.astype(np.float32), done=done,
-                              episode_id=ep_id.copy(), mask=valid.astype(np.float32)))  # fmt: skip
-            per_task = lambda x: np.bincount(tid, weights=x, minlength=nt)  # noqa: E731
-            stats["episodes"] += per_task(done.astype(np.float64))
-            stats["return_sum"] += per_task(np.where(done, ep_ret, 0.0))
-            stats["length_sum"] += per_task(np.where(done, ep_len + 1, 0).astype(np.float64))
-            stats["success_sum"] += per_task(success.astype(np.float64))
-            ep_len = np.where(done, 0, ep_len + valid)
-            ep_ret = np.where(done, 0.0, ep_ret)
-            ep_id = ep_id + done
+            # the frame just returned gets no learned-reward term and restarts the window
+            skip = done | ~valid
+            pending = dict(pobs=pobs, prev=prev.copy(), a=a, a_np=a_np, logp=logp, value=value,
+                           reward=reward, done=done, valid=valid, success=success,
+                           skip=skip)  # fmt: skip
             prev = np.where((done | ~valid)[:, None], 0, a_np)
             self._autoreset = done if self.next_step_reset else np.zeros(n, bool)
             self._obs = next_obs
+        last_obs, rstate, extra = self._observe(
+            self.consts, rstate, jax.tree.map(jnp.asarray, self._obs), runner.task_id,
+            jnp.asarray(skip),
+        )  # fmt: skip
+        finish(pending, extra)
         traj = lrn.Transition(**{
-            k: (jax.tree.map(lambda *xs: jnp.stack(xs), *[s[k] for s in steps]) if k == "obs"
-                else jnp.stack([jnp.asarray(s[k]) for s in steps]))
+            k: (jax.tree.map(lambda *xs: jnp.stack(xs), *[x[k] for x in steps]) if k == "obs"
+                else jnp.stack([jnp.asarray(x[k]) for x in steps]))
             for k in steps[0]
         })  # fmt: skip
-        last_obs = self._policy_obs(jax.tree.map(jnp.asarray, self._obs), runner.task_id)
         runner = runner.replace(
             obs=last_obs, prev_action=jnp.asarray(prev, jnp.int32),
-            ep_return=jnp.asarray(ep_ret, jnp.float32), ep_length=jnp.asarray(ep_len, jnp.int32),
-            episode_id=jnp.asarray(ep_id, jnp.int32), si_buffer=buf, si_store=store, key=key,
+            ep_return=jnp.asarray(s["ep_ret"], jnp.float32),
+            ep_length=jnp.asarray(s["ep_len"], jnp.int32),
+            episode_id=jnp.asarray(s["ep_id"], jnp.int32), reward_state=rstate,
+            si_buffer=s["buf"], si_store=s["store"], key=key,
             env_steps=runner.env_steps + n * cfg.num_steps,
         )  # fmt: skip
         return self.learner.shard(runner), traj, stats
@@ -190,12 +276,12 @@ class HostDriver:
     def adopt(self, restored: lrn.Runner, fresh: lrn.Runner) -> lrn.Runner:
         """Continue a restored runner (params, optimizers, SI buffer, RNG, counters) on the envs
         as `init` just reset them: simulator state is not checkpointed, so the episodes in flight
-        at the checkpoint are dropped (their partial SI trajectories too)."""
+        at the checkpoint are dropped (their partial SI trajectories and reward windows too)."""
         self._autoreset = np.zeros(self.cfg.num_envs, bool)
         return self.learner.shard(restored.replace(
             obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
             ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,
-            episode_id=restored.episode_id + 1,
+            reward_state=fresh.reward_state, episode_id=restored.episode_id + 1,
         ))  # fmt: skip
 
     def iteration(self, runner: lrn.Runner):

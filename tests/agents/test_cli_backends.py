@@ -105,12 +105,10 @@ def test_minedojo_without_jar_is_a_clear_error(tmp_path, monkeypatch, capsys):
 
 
 def test_host_backends_reject_what_they_cannot_run(tmp_path, capsys):
-    ckpt = tmp_path / "attn.pth"
-    ckpt.write_bytes(b"")
     out = ["--out", str(tmp_path / "x")]
     for args, msg in [
-        (["--backend", "process", "--reward", "mineclip", "--mineclip-ckpt", str(ckpt)],
-         "does not support MineCLIP"),
+        (["--backend", "process", "--reward", "mineclip"], "needs --mineclip-ckpt PATH"),
+        (["--backend", "minedojo", "--mineclip-ckpt", str(tmp_path / "no.pth")], "does not exist"),
         (["--backend", "process", "--task", "cartpole"], "--backend jax"),
         (["--backend", "minedojo", "--task", "hunt a cow,shear a sheep"], "one task per stage"),
     ]:  # fmt: skip
