@@ -69,12 +69,15 @@ class RewardHooks:
     """Optional frozen-feature path (MineCLIP). `consts` is a replicated pytree (e.g. MineCLIP
     params and prompt features) passed into every jitted call, not baked into the program.
     `featurize(consts, obs_batch) -> obs_batch` adds `rgb_feat` / `prompt` (and drops `rgb` /
-    `task_id`); `init(consts, n, task_ids) -> rstate`; `step(consts, rstate, obs_batch, done,
-    r_env, info) -> (rstate, reward)` replaces `env.reward_fn` when given."""
+    `task_id`); `init(consts, n, task_ids) -> rstate`; `start(consts, rstate, obs_batch) ->
+    rstate` pushes the reset frames (a learned reward's window opens on an episode's first
+    frame, as after every later reset); `step(consts, rstate, obs_batch, done, r_env, info) ->
+    (rstate, reward)` replaces `env.reward_fn` when given."""
 
     featurize: Callable | None = struct.field(pytree_node=False, default=None)
     init: Callable | None = struct.field(pytree_node=False, default=None)
     step: Callable | None = struct.field(pytree_node=False, default=None)
+    start: Callable | None = struct.field(pytree_node=False, default=None)
 
 
 @struct.dataclass
@@ -216,6 +219,8 @@ class Learner:
             if self.hooks.init is not None
             else jnp.zeros((n,))
         )
+        if self.hooks.start is not None:  # the reset frames open every env's reward window
+            rstate = self.hooks.start(self.consts, rstate, obs)
         return Runner(
             params=params,
             opt_state=self.tx.init(params),

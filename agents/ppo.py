@@ -469,7 +469,14 @@ def _mineclip_hooks(cfg: PPOConfig, env: lrn.JaxEnv, prompts: tuple[str, ...]):
         # On a done step the new frame belongs to the next episode: no MineCLIP term.
         return rstate, base + jnp.where(done, 0.0, r_clip)
 
-    return lrn.RewardHooks(featurize=featurize, init=init, step=step), consts, mc
+    def start(c, rstate, obs):
+        if not use_reward:
+            return rstate
+        first = jnp.ones(obs["rgb_feat"].shape[:1], jnp.bool_)
+        return mcr.reward_step(c["spec"], rstate, obs["rgb_feat"], first)[0]
+
+    hooks = lrn.RewardHooks(featurize=featurize, init=init, step=step, start=start)
+    return hooks, consts, mc
 
 
 def compact_action_prior(kind: str) -> tuple[float, ...] | None:

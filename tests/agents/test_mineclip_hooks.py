@@ -40,3 +40,29 @@ def test_mineclip_hooks_features_prompts_and_reward(tmp_path):
     assert r.shape == (2,) and float(r[0]) >= 0.0 and float(r[1]) >= 5.0
     _, r2 = step(consts, state, obs, done, jnp.zeros(2), info)
     assert float(r2[1]) == 5.0  # a done step: the new frame is the next episode's, bonus only
+
+
+def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path):
+    """On the JAX world the first episode's window starts at its reset frame, as every later
+    episode's does: step t's Direct reward equals that of an independent whole-trajectory pass
+    over frames 0..t+1 (`trajectory_rewards`, which treats frame 0 as the episode start)."""
+    from mineclip_jax import reward as mcr
+
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(), jax.random.PRNGKey(2))
+    mcj.save_checkpoint(mc, tmp_path / "mc")
+    cfg = dataclasses.replace(
+        ppo.PPOConfig(), task="shear a sheep", reward="mineclip", mineclip_ckpt=str(tmp_path / "mc"),
+        num_envs=2, num_steps=4, num_minibatches=1, update_epochs=1, world_size=32, world_pool=1,
+        max_episode_steps=100, num_devices=1, out=str(tmp_path / "run"),
+    )  # fmt: skip
+    L = ppo.build(cfg).learner
+    runner = L.init(jax.random.PRNGKey(0))
+    assert np.all(np.asarray(runner.reward_state.cache.count) == 1)
+    end, traj, _ = jax.jit(L.rollout)(runner, L.consts)
+    assert not np.any(np.asarray(traj.done)) and not np.any(np.asarray(traj.reward) > 4.0)
+    feats = jnp.concatenate([traj.obs["rgb_feat"], end.obs["rgb_feat"][None]])  # [T + 1, N, D]
+    spec = L.consts["spec"]
+    want, _ = mcr.trajectory_rewards(
+        spec, jnp.swapaxes(feats, 0, 1), runner.reward_state.goal_index
+    )
+    np.testing.assert_allclose(np.asarray(traj.reward).T, np.asarray(want)[:, 1:], atol=1e-5)
