@@ -115,7 +115,7 @@ class PPOConfig:
     si_capacity: int = 32
     """trajectories kept in the SI buffer"""
     si_max_len: int = 128
-    """steps kept per SI trajectory (longer episodes keep their first steps)"""
+    """steps kept per SI trajectory (longer episodes keep their last steps, the ones that led to the outcome)"""
     si_lr: float = 1e-4
     """Adam learning rate of the SI phase"""
     si_unsuccessful_weight: float = 0.5

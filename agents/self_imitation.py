@@ -12,7 +12,9 @@ replay balancing for multi-task training, App. G.3).
 
 Replacement: a finished episode is a candidate if it succeeded or its return exceeds
 `min_return`; it replaces the lowest-ranked slot (empty < unsuccessful by return < successful by
-return) when it ranks higher. Episodes longer than `max_len` keep their first `max_len` steps.
+return) when it ranks higher. Episodes longer than `max_len` keep their last `max_len` steps,
+the ones that led to the outcome (the per-env store is a ring buffer, put in time order when the
+episode is offered).
 """
 
 from __future__ import annotations
@@ -137,10 +139,11 @@ def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_i
 
 
 def record_step(store: EpisodeStore, obs, prev_action, action) -> EpisodeStore:
-    """Write one step for every env (obs leaves `[N, ...]`, actions `[N, K]`) at its pointer."""
+    """Write one step for every env (obs leaves `[N, ...]`, actions `[N, K]`) at its pointer
+    (modulo `max_len`: a long episode overwrites its oldest steps)."""
     n = store.ptr.shape[0]
     max_len = store.action.shape[1]
-    idx = jnp.minimum(store.ptr, max_len - 1)
+    idx = store.ptr % max_len
     rows = jnp.arange(n)
     upd = lambda a, v: a.at[rows, idx].set(v)  # noqa: E731
     return EpisodeStore(
@@ -163,13 +166,17 @@ def finish_episodes(
     def offer_all(b):
         def body(i, b):
             def offer(b):
-                take = lambda a: a[i]  # noqa: E731
+                # time order: the oldest kept step sits at ptr % max_len once the ring wrapped
+                ptr = store.ptr[i]
+                start = jnp.where(ptr > max_len, ptr % max_len, 0)
+                order = (start + jnp.arange(max_len)) % max_len
+                take = lambda a: a[i][order]  # noqa: E731
                 return insert(
                     b,
                     jax.tree.map(take, store.obs),
-                    store.prev_action[i],
-                    store.action[i],
-                    jnp.minimum(store.ptr[i], max_len),
+                    take(store.prev_action),
+                    take(store.action),
+                    jnp.minimum(ptr, max_len),
                     ret[i],
                     success[i],
                     task_id[i],

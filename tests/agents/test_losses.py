@@ -152,3 +152,28 @@ def test_si_insert_replaces_lowest_and_store_roundtrip():
     b3 = si.insert(b2, {"x": jnp.zeros((3, 1))}, jnp.zeros((3, 1), jnp.int32),
                    jnp.zeros((3, 1), jnp.int32), 1, 2.0, False, 0, 0.0)  # fmt: skip
     assert sorted(np.asarray(b3.ret)) == [0.5, 3.0]
+
+
+def test_si_long_episode_keeps_its_last_steps_in_order():
+    """An episode longer than max_len enters the buffer as its last max_len steps, oldest first
+    (the steps that led to the outcome); a short one in the next episode starts at slot 0."""
+    obs = {"x": jnp.zeros((1,))}
+    buf = si.init_buffer(2, 3, obs, 1)
+    store = si.init_store(1, 3, obs, 1)
+    lengths = (7, 2)
+    for ep, length in enumerate(lengths):
+        for t in range(length):
+            o = {"x": jnp.full((1, 1), 10.0 * ep + t)}
+            prev = jnp.full((1, 1), t, jnp.int32)
+            store = si.record_step(store, o, prev, jnp.full((1, 1), t + 1, jnp.int32))
+        buf, store = si.finish_episodes(
+            buf, store, jnp.array([True]), jnp.array([1.0 + ep]), jnp.array([False]),
+            jnp.zeros(1, jnp.int32), 0.0,
+        )  # fmt: skip
+    slot = {float(r): i for i, r in enumerate(np.asarray(buf.ret))}
+    long, short = slot[1.0], slot[2.0]
+    np.testing.assert_array_equal(np.asarray(buf.length)[[long, short]], [3, 2])
+    np.testing.assert_array_equal(buf.action[long, :, 0], [5, 6, 7])  # steps 4, 5, 6
+    np.testing.assert_array_equal(buf.prev_action[long, :, 0], [4, 5, 6])
+    np.testing.assert_array_equal(buf.obs["x"][long, :, 0], [4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(buf.obs["x"][short, :2, 0], [10.0, 11.0])
