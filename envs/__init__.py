@@ -79,8 +79,12 @@ def make_vector(task, num_envs: int, backend: str = "voxel", **kw):
     if backend == "voxel":
         from envs.voxel.gym_env import VoxelVectorEnv
 
-        spec, static, params, seed = _voxel_parts(task, dict(kw))
-        return VoxelVectorEnv(spec, num_envs, static=static, params=params, seed=seed)
+        kw = dict(kw)
+        devices = kw.pop("devices", None)
+        spec, static, params, seed = _voxel_parts(task, kw)
+        return VoxelVectorEnv(
+            spec, num_envs, static=static, params=params, seed=seed, devices=devices
+        )
     if backend == "minedojo":
         from envs.bridge.minedojo import make_minedojo_vector
 

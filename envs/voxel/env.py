@@ -209,8 +209,19 @@ def _set_block(blocks, cell, value, enable):
     return blocks.at[c[0], c[1], c[2]].set(jnp.where(ok, jnp.uint8(value), old))
 
 
-_SOLID = jnp.asarray(T.BLOCK_SOLID)
-_LIQUID = jnp.asarray(T.BLOCK_LIQUID)
+class _Table:
+    """A NumPy lookup table indexed with JAX arrays. Kept in NumPy at import so that importing
+    the world does not start JAX's backends (envs.voxel.parallel.use_cpu_cores must run first)."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def __getitem__(self, index):
+        return jnp.asarray(self.values)[index]
+
+
+_SOLID = _Table(T.BLOCK_SOLID)
+_LIQUID = _Table(T.BLOCK_LIQUID)
 
 
 def _column_top(blocks, x, z):
@@ -223,7 +234,7 @@ def _column_top(blocks, x, z):
 
 
 # Cells overlapped by the player's box: 2 x 3 x 2 around the lower corner.
-_BOX_OFFSETS = jnp.array([(dx, dy, dz) for dx in (0, 1) for dy in (0, 1, 2) for dz in (0, 1)])
+_BOX_OFFSETS = np.array([(dx, dy, dz) for dx in (0, 1) for dy in (0, 1, 2) for dz in (0, 1)])
 
 
 def _player_collides(blocks, pos):
@@ -318,8 +329,8 @@ def _ray_mobs(mobs, origin, direction, reach):
 # Inventory helpers (main slots 0..35; 36..39 armour, 40 offhand)
 # =============================================================================================
 
-_MAX_STACK = jnp.asarray(T.ITEM_MAX_STACK)
-_MAX_DUR = jnp.asarray(T.ITEM_MAX_DURABILITY)
+_MAX_STACK = _Table(T.ITEM_MAX_STACK)
+_MAX_DUR = _Table(T.ITEM_MAX_DURABILITY)
 
 
 def _inv_add(inv: Inventory, item, n):
@@ -1343,7 +1354,7 @@ def step_autoreset_batch(keys, states, actions, params: VoxelParams, static: Vox
 # Observation
 # =============================================================================================
 
-_V_BLOCK = jnp.asarray(T.BLOCK_TO_SPACES)
+_V_BLOCK = _Table(T.BLOCK_TO_SPACES)
 
 
 def _slots_obs(inv: Inventory, idx):

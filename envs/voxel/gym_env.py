@@ -128,7 +128,11 @@ class VoxelEnv(gym.Env):
 
 
 class VoxelVectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` embedded worlds stepped by one jitted, vmapped call (same-step autoreset)."""
+    """``num_envs`` embedded worlds stepped by one jitted, vmapped call (same-step autoreset).
+
+    With several JAX devices (GPUs, or CPU cores exposed by ``envs.voxel.parallel.use_cpu_cores``)
+    the envs are split over them (``envs.voxel.parallel.sharded_step``): ``devices`` caps how
+    many (default: all local devices, as many as divide ``num_envs``; 1 keeps one device)."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "render_modes": []}
 
@@ -139,9 +143,12 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         static: VoxelStaticConfig | None = None,
         params: VoxelParams | None = None,
         seed: int = 0,
+        devices: int | None = None,
     ):
         if num_envs <= 0:
             raise ValueError(f"num_envs must be positive, got {num_envs}")
+        if devices is not None and devices < 1:
+            raise ValueError(f"devices must be >= 1 (or None for all), got {devices}")
         self.spec_task = task
         self.num_envs = num_envs
         self.static = static or VoxelStaticConfig()
@@ -157,6 +164,13 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
         self._key = jax.random.key(seed)
         self._states = None
+        from envs.voxel import parallel
+
+        local = jax.local_devices()
+        self.mesh = parallel.env_mesh(num_envs, local[: devices or len(local)])
+        self._sharded = (
+            parallel.sharded_step(self.mesh, self.static) if self.mesh.devices.size > 1 else None
+        )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
@@ -165,6 +179,10 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         obs, self._states = _reset_batch(
             jax.random.split(k, self.num_envs), self.params, self.static
         )
+        if self._sharded is not None:
+            from envs.voxel import parallel
+
+            self._states = jax.device_put(self._states, parallel.env_sharding(self.mesh))
         return _to_numpy(obs), {}
 
     def step(self, actions):
@@ -175,9 +193,12 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"actions must have shape ({self.num_envs}, 8), got {actions.shape}")
         self._key, k = jax.random.split(self._key)
         keys = jax.random.split(k, self.num_envs)
-        obs, self._states, rew, term, trunc, info, final_obs = _step_batch(
-            keys, self._states, jnp.asarray(actions, jnp.int32), self.params, self.static
-        )
+        actions = jnp.asarray(actions, jnp.int32)
+        if self._sharded is not None:
+            out = self._sharded(keys, self._states, actions, self.params)
+        else:
+            out = _step_batch(keys, self._states, actions, self.params, self.static)
+        obs, self._states, rew, term, trunc, info, final_obs = out
         rew, term, trunc = np.asarray(rew), np.asarray(term), np.asarray(trunc)
         infos = _to_numpy(_signals_info(info))
         done = term | trunc
