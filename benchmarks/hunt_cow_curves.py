@@ -24,7 +24,7 @@ import tyro
 class Args:
     """python benchmarks/hunt_cow_curves.py --total-steps 100000"""
 
-    total_steps: int = 300_000
+    total_steps: int = 1_000_000
     """env steps per run"""
     num_envs: int = 16
     """parallel envs"""
@@ -48,7 +48,7 @@ def _config(args: Args, reward: str):
         total_steps=args.total_steps, seed=args.seed, max_episode_steps=500,
         out=str(Path(args.runs_dir) / reward), video_every=-1, checkpoint_every=20,
         num_minibatches=2, update_epochs=4, image_size=(32, 48), world_size=32, world_pool=4,
-        cnn="nature", action_prior="balanced", progress=False,
+        cnn="nature", action_prior="balanced", si_max_len=500, progress=False,
     )  # fmt: skip
 
 
