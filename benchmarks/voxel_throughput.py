@@ -27,10 +27,12 @@ import time
 import jax
 import jax.numpy as jnp
 import tyro
+from jax.sharding import PartitionSpec as P
 
 from envs import spaces
 from envs.tasks import paper
 from envs.voxel import env as E
+from envs.voxel import parallel
 from envs.voxel.state import VoxelStaticConfig
 
 MINEDOJO_STEPS_PER_S = 20.0  # per instance, PKU-RL/PTGM#4 (facts §7)
@@ -75,17 +77,11 @@ def _voxel_rollout(key, states, params, static, steps):
     return total[None]
 
 
-def _on_devices(local, devices: int):
-    """jit(shard_map(local)) with the env axis split over the first `devices` devices:
+def _on_devices(local, mesh):
+    """jit(shard_map(local)) with the env axis split over `mesh`:
     local(keys [1], batched_state, replicated_params) -> [1] per device."""
-    from jax.sharding import Mesh
-    from jax.sharding import PartitionSpec as P
-
-    mesh = Mesh(jax.local_devices()[:devices], ("envs",))
-    f = jax.shard_map(
-        local, mesh=mesh, in_specs=(P("envs"), P("envs"), P()), out_specs=P("envs"),
-        check_vma=False,
-    )  # fmt: skip
+    env = P(parallel.AXIS)
+    f = jax.shard_map(local, mesh=mesh, in_specs=(env, env, P()), out_specs=env, check_vma=False)
     return jax.jit(f)
 
 
@@ -100,6 +96,10 @@ def _best_time(run, args_for, repeats):
     return best
 
 
+def _mesh(batch: int, devices: int):
+    return parallel.env_mesh(batch, jax.local_devices()[:devices])
+
+
 def measure_voxel(cfg: Config, batch: int, render: bool, devices: int = 1) -> float:
     static = VoxelStaticConfig(render=render, height=cfg.height, width=cfg.width)
     params = E.make_params(paper.get(cfg.task), static, seed=0)
@@ -107,7 +107,8 @@ def measure_voxel(cfg: Config, batch: int, render: bool, devices: int = 1) -> fl
     _, states = jax.jit(jax.vmap(E.reset, in_axes=(0, None, None)), static_argnames="static")(
         keys, params, static
     )
-    run = _on_devices(functools.partial(_voxel_rollout, static=static, steps=cfg.steps), devices)
+    rollout = functools.partial(_voxel_rollout, static=static, steps=cfg.steps)
+    run = _on_devices(rollout, _mesh(batch, devices))
     best = _best_time(
         run, lambda r: (jax.random.split(jax.random.key(r), devices), states, params), cfg.repeats
     )
@@ -139,7 +140,7 @@ def measure_craftax(cfg: Config, batch: int, devices: int = 1) -> float | None:
     _, state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(jax.random.key(0), batch), env_params
     )
-    run = _on_devices(local, devices)
+    run = _on_devices(local, _mesh(batch, devices))
     best = _best_time(
         run, lambda r: (jax.random.split(jax.random.key(r), devices), state, env_params),
         cfg.repeats,
@@ -149,7 +150,7 @@ def measure_craftax(cfg: Config, batch: int, devices: int = 1) -> float | None:
 
 def _device_counts(batch: int) -> list[int]:
     """1, and the most local devices that divide the batch when that is more than 1."""
-    n = max(k for k in range(1, jax.local_device_count() + 1) if batch % k == 0)
+    n = parallel.env_mesh(batch).devices.size
     return [1] if n == 1 else [1, n]
 
 
@@ -184,8 +185,6 @@ def main(cfg: Config) -> list[dict]:
 def cli(argv=None) -> list[dict]:
     cfg = tyro.cli(Config, args=argv)
     if cfg.cpu_devices != 1:
-        from envs.voxel import parallel
-
         # before JAX runs anything: every core a device (no effect on the accelerators)
         parallel.use_cpu_cores(cfg.cpu_devices or None)
     return main(cfg)

@@ -21,6 +21,7 @@ import numpy as np
 from envs import spaces
 from envs.tasks.spec import TaskSpec
 from envs.voxel import env as E
+from envs.voxel import parallel
 from envs.voxel.state import VoxelParams, VoxelStaticConfig
 
 
@@ -164,8 +165,6 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
         self._key = jax.random.key(seed)
         self._states = None
-        from envs.voxel import parallel
-
         local = jax.local_devices()
         self.mesh = parallel.env_mesh(num_envs, local[: devices or len(local)])
         self._sharded = (
@@ -180,8 +179,6 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
             jax.random.split(k, self.num_envs), self.params, self.static
         )
         if self._sharded is not None:
-            from envs.voxel import parallel
-
             self._states = jax.device_put(self._states, parallel.env_sharding(self.mesh))
         return _to_numpy(obs), {}
 
