@@ -188,6 +188,20 @@ class Learner:
     def apply(self, params, obs, prev_action):
         return self.network.apply({"params": params}, obs, prev_action)
 
+    def policy_logits(self, params, obs, prev_action):
+        """The actor's logits alone. A privileged critic's input is training-only: where the
+        observations come without it (a deployed policy on any env), the critic is fed zeros,
+        which cannot change the logits (the actor never reads it) and whose value is dropped."""
+        if "privileged" not in obs and getattr(self.network, "privileged_actor", False):
+            raise ValueError("this policy was trained with --privileged-policy and acts on the "
+                             "embedded world's target features: pass obs['target_features'] "
+                             "(envs.voxel.target_features), as agents.ppo's env does")  # fmt: skip
+        if getattr(self.network, "privileged_critic", False) and "privileged" not in obs:
+            n = jax.tree.leaves(obs)[0].shape[0]
+            size = self.network.privileged_size
+            obs = {**obs, "privileged": jnp.zeros((n, size), jnp.float32)}
+        return self.apply(params, obs, prev_action)[0]
+
     def policy_obs_batch(self, consts, raw_obs, task_id):
         """Raw env observations `[N, ...]` -> the policy's input dict (features computed once)."""
         obs = jax.vmap(self.env.policy_obs)(raw_obs)
@@ -330,7 +344,19 @@ class Learner:
         cfg, dims = self.cfg, self.action_dims
         t_len, nb = mb.action.shape[:2]
         flat = lambda x: x.reshape((t_len * nb,) + x.shape[2:])  # noqa: E731
-        logits, value = self.apply(params, jax.tree.map(flat, mb.obs), flat(mb.prev_action))
+        obs = jax.tree.map(flat, mb.obs)
+        aux_coef = getattr(cfg, "aux_coef", 0.0)
+        if aux_coef > 0:
+            (logits, value), inter = self.network.apply(
+                {"params": params}, obs, flat(mb.prev_action), mutable=["intermediates"]
+            )
+            pred = inter["intermediates"]["aux_pred"][0].reshape(t_len, nb, -1)
+            target = jax.lax.stop_gradient(mb.obs["aux_target"])
+            valid = mb.obs.get("aux_mask", jnp.ones_like(target))  # per-target: is it defined
+            aux = losses.masked_mean(jnp.sum(valid * (pred - target) ** 2, axis=-1), mb.mask)
+        else:
+            logits, value = self.apply(params, obs, flat(mb.prev_action))
+            aux = jnp.zeros(())
         logits = logits.reshape(t_len, nb, -1)
         value = value.reshape(t_len, nb)
         new_logp = losses.log_prob(logits, mb.action, dims)
@@ -350,11 +376,15 @@ class Learner:
             else jnp.zeros(())
         )
         total = pg + cfg.vf_coef * vl + cfg.ent_coef * reg + cfg.smooth_coef * smooth
+        total = total + aux_coef * aux
         approx_kl = losses.masked_mean(
             (jnp.exp(new_logp - mb.logp) - 1) - (new_logp - mb.logp), mb.mask
         )
-        return total, {"pg_loss": pg, "v_loss": vl, "entropy": ent, "smooth_loss": smooth,
-                       "approx_kl": approx_kl, "clipfrac": clipfrac}  # fmt: skip
+        info = {"pg_loss": pg, "v_loss": vl, "entropy": ent, "smooth_loss": smooth,
+                "approx_kl": approx_kl, "clipfrac": clipfrac}  # fmt: skip
+        if aux_coef > 0:
+            info["aux_loss"] = aux
+        return total, info
 
     def ppo_update(self, runner: Runner, traj: Transition):
         cfg = self.cfg

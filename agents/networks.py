@@ -18,7 +18,15 @@ MineAgent inputs (any subset; keys are sorted before fusion, as in the official
   prev_action int32 [B, K]   per-component Embed(n_k, 8)
 
 then concat -> ReLU -> Dense(fusion_dim) -> ReLU -> actor MLP (one per action component, hidden
-`actor_hidden` x `actor_depth`) and a separate critic MLP.
+`actor_hidden` x `actor_depth`) and a separate critic MLP. Training-only input:
+
+  privileged f32 [B, P]      simulator features (envs.voxel.target_features); with
+                             privileged_critic -> MLP 128-128, concatenated to the critic's
+                             input only (asymmetric actor-critic); with privileged_actor -> MLP
+                             128-128 into the fused features (an oracle-perception ablation)
+
+With `aux_dim > 0` a linear head on the fused features predicts `aux_dim` targets (the learner's
+auxiliary loss); it is sown as `intermediates/aux_pred` and does not change the outputs.
 """
 
 from __future__ import annotations
@@ -130,6 +138,15 @@ class MineAgent(nn.Module):
     # Initial actor logits per action component (a prior over actions; None: uniform). With
     # orthogonal gain 0.01 on the last layer the initial policy is softmax(prior).
     action_prior: Sequence[Sequence[float]] | None = None
+    # Auxiliary head predicting `aux_dim` targets from the policy's features (0: none); its
+    # prediction is sown into the "intermediates" collection as "aux_pred" (see agents.learner).
+    aux_dim: int = 0
+    # Asymmetric actor-critic: feed obs["privileged"] to the critic (training-time simulator
+    # features; the actor never sees them).
+    privileged_critic: bool = False
+    privileged_size: int = 0  # width of obs["privileged"] (for callers that act without it)
+    # Oracle-perception ablation: the fused features (actor and critic) include obs["privileged"].
+    privileged_actor: bool = False
 
     @nn.compact
     def __call__(self, obs: dict, prev_action=None):
@@ -160,6 +177,12 @@ class MineAgent(nn.Module):
             )
             v = v.reshape(v.shape[:-2] + (-1,))
             feats["voxels"] = MLP((h, h), h, activate_last=True, name="voxel_mlp")(v)
+        if self.privileged_actor:
+            if "privileged" not in obs:
+                raise ValueError("MineAgent(privileged_actor=True) needs obs['privileged']")
+            feats["privileged"] = MLP((h, h), h, activate_last=True, name="privileged_actor_mlp")(
+                obs["privileged"].astype(jnp.float32)
+            )
         if prev_action is not None:
             embs = [
                 nn.Embed(n, 8, name=f"prev_action_emb_{k}")(prev_action[..., k])
@@ -184,7 +207,21 @@ class MineAgent(nn.Module):
             ],
             axis=-1,
         )
-        value = MLP((self.critic_hidden,) * self.critic_depth, 1, 1.0, name="critic_head")(x)
+        critic_in = x
+        if self.privileged_critic:
+            if "privileged" not in obs:
+                raise ValueError("MineAgent(privileged_critic=True) needs obs['privileged']")
+            # Asymmetric actor-critic: simulator features reach the critic only; the actor's
+            # logits above depend on the agent's own observations alone.
+            priv = MLP((h, h), h, activate_last=True, name="privileged_mlp")(
+                obs["privileged"].astype(jnp.float32)
+            )
+            critic_in = jnp.concatenate([x, priv], axis=-1)
+        value = MLP((self.critic_hidden,) * self.critic_depth, 1, 1.0, name="critic_head")(
+            critic_in
+        )
+        if self.aux_dim:
+            self.sow("intermediates", "aux_pred", _dense(self.aux_dim, name="aux_head")(x))
         return logits, value[..., 0]
 
 

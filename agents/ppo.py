@@ -124,6 +124,12 @@ class PPOConfig:
     """unsuccessful episodes need a return above this to enter the SI buffer"""
     si_balance_tasks: bool = True
     """give every task the same SI sampling mass (multi-task replay balancing)"""
+    privileged_critic: bool = False
+    """embedded world: the critic also sees simulator features of the task's target (direction, distance, reach, fleeing; envs.voxel.target_features); the policy still sees only MineDojo's observations"""
+    privileged_policy: bool = False
+    """embedded world, ablation: the policy itself also sees those target features (oracle perception; such a policy cannot act without them)"""
+    aux_coef: float = 0.0
+    """weight of an auxiliary loss in which the policy's own features predict whether the target is in the frame, where and how far (embedded world; 0: off)"""
     action_space: Literal["compact", "multidiscrete"] = "compact"
     """policy head: the paper's 89 compact actions, or MineDojo's first 6 MultiDiscrete components (factorised)"""
     action_prior: Literal["uniform", "balanced"] = "balanced"
@@ -245,6 +251,8 @@ def validate(cfg: PPOConfig) -> None:
         )
     if cfg.smooth_window < 1:
         raise ConfigError(f"--smooth-window must be >= 1, got {cfg.smooth_window}")
+    if cfg.aux_coef < 0:
+        raise ConfigError(f"--aux-coef must be >= 0, got {cfg.aux_coef}")
     if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):
         raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
     stages = stage_tasks(cfg)
@@ -260,11 +268,19 @@ def validate(cfg: PPOConfig) -> None:
 
 
 def _validate_backend(cfg: PPOConfig, stages) -> None:
+    uses_target_features = cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0
     if cfg.backend == "jax":
+        if uses_target_features and any(t == "cartpole" for s in stages for t in s):
+            raise ConfigError("--privileged-critic / --privileged-policy / --aux-coef read the "
+                              "embedded world's state; cartpole has no task target")  # fmt: skip
         return
     flag = f"--backend {cfg.backend}"
     if any(t == "cartpole" for s in stages for t in s):
         raise ConfigError(f"cartpole is a JAX env; train it with --backend jax, not {flag}")
+    if uses_target_features:
+        raise ConfigError(f"--privileged-critic / --privileged-policy / --aux-coef read the "
+                          f"embedded world's state, which {flag} does not expose; use --backend "
+                          f"jax or turn them off")  # fmt: skip
     if cfg.bridge_envs_per_worker < 1:
         raise ConfigError(
             f"--bridge-envs-per-worker must be >= 1, got {cfg.bridge_envs_per_worker}"
@@ -329,6 +345,23 @@ def _cartpole_env(cfg: PPOConfig) -> lrn.JaxEnv:
     )
 
 
+def _with_target_features(reset, step):
+    """reset/step that add obs["target_features"] (envs.voxel.target_features of the state the
+    observation belongs to; after an auto-reset, of the new episode)."""
+    from envs import voxel
+
+    def reset_tf(key, params, static):
+        obs, state = reset(key, params, static)
+        return {**obs, "target_features": voxel.target_features(state, params, static)}, state
+
+    def step_tf(key, state, action, params, static):
+        obs, state, reward, terminated, truncated, info = step(key, state, action, params, static)
+        obs = {**obs, "target_features": voxel.target_features(state, params, static)}
+        return obs, state, reward, terminated, truncated, info
+
+    return reset_tf, step_tf
+
+
 def _voxel_policy_obs(obs):
     """Embedded-world observation -> MineAgent inputs (see agents.networks)."""
     out = {}
@@ -346,7 +379,27 @@ def _voxel_policy_obs(obs):
     vox = obs.get("voxels")
     if isinstance(vox, dict) and "block_name" in vox:
         out["voxels"] = jnp.asarray(vox["block_name"], jnp.int32).reshape(-1)
+    if "target_features" in obs:  # training-only: the critic's input / the auxiliary targets
+        tf = jnp.asarray(obs["target_features"], jnp.float32)
+        out["privileged"] = tf
+        out["aux_target"], out["aux_mask"] = _aux_targets(tf)
     return out
+
+
+AUX_FEATURES = ("in_view", "screen_x", "screen_y", "distance")
+"""What --aux-coef asks the policy's features to predict: whether the task's target is in the
+frame, where, and how far; where and how far count only while it is in view (what the frame
+shows)."""
+
+
+def _aux_targets(target_features):
+    from envs.voxel import env as voxel_env
+
+    idx = [voxel_env.TARGET_FEATURES.index(n) for n in AUX_FEATURES]
+    target = target_features[..., jnp.array(idx)]
+    in_view = target_features[..., voxel_env.TARGET_FEATURES.index("in_view")]
+    mask = jnp.stack([jnp.ones_like(in_view)] + [in_view] * (len(AUX_FEATURES) - 1), axis=-1)
+    return target, mask
 
 
 def _voxel_api():
@@ -422,9 +475,13 @@ def _voxel_env(cfg: PPOConfig, task_names: tuple[str, ...], use_mineclip: bool) 
         def reward_fn(r, info):
             return bonus * info["success"].astype(jnp.float32)
 
+    reset, step = voxel.reset, voxel.step_autoreset
+    if cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0:
+        reset, step = _with_target_features(reset, step)
+
     return lrn.JaxEnv(
-        reset=voxel.reset,
-        step=voxel.step_autoreset,
+        reset=reset,
+        step=step,
         params=params,
         static=static,
         action_dims=dims,
@@ -511,6 +568,7 @@ def build_network(cfg: PPOConfig, env: lrn.JaxEnv):
     if env.task_names == ("cartpole",):
         return networks.MLPActorCritic(env.action_dims)
     from envs import spaces
+    from envs.voxel import env as voxel_env
 
     prior = None
     if cfg.action_space == "compact":
@@ -529,6 +587,10 @@ def build_network(cfg: PPOConfig, env: lrn.JaxEnv):
         num_block_ids=int(spaces.NUM_BLOCKS),
         action_prior=prior,
         cnn=cfg.cnn,
+        privileged_critic=cfg.privileged_critic,
+        privileged_actor=cfg.privileged_policy,
+        privileged_size=voxel_env.NUM_TARGET_FEATURES,
+        aux_dim=len(AUX_FEATURES) if cfg.aux_coef > 0 else 0,
         **size,
     )
 
@@ -1073,7 +1135,7 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     @jax.jit
     def _act(params, consts, key, obs, prev, task_id, deterministic):
         pobs = L.policy_obs_batch(consts, obs, task_id)
-        logits, _ = L.apply(params, pobs, prev)
+        logits = L.policy_logits(params, pobs, prev)
         a = jnp.where(deterministic, losses.mode(logits, dims), losses.sample(key, logits, dims))
         return jax.vmap(env.to_env_action)(a), a
 

@@ -1,6 +1,8 @@
 """The embedded first-person voxel world, pure JAX (see ``envs.voxel.env`` for the API)."""
 
 from envs.voxel.env import (
+    NUM_TARGET_FEATURES,
+    TARGET_FEATURES,
     look_vector,
     make_params,
     observe,
@@ -10,6 +12,7 @@ from envs.voxel.env import (
     step,
     step_autoreset,
     step_autoreset_batch,
+    target_features,
 )
 from envs.voxel.state import (
     Inventory,
@@ -25,6 +28,8 @@ from envs.voxel.tables import BLOCK_NAMES, MOB_NAMES
 from envs.voxel.worldgen import generate_pool, generate_world
 
 __all__ = [
+    "NUM_TARGET_FEATURES",
+    "TARGET_FEATURES",
     "BLOCK_NAMES",
     "MOB_NAMES",
     "Inventory",
@@ -46,4 +51,5 @@ __all__ = [
     "step",
     "step_autoreset",
     "step_autoreset_batch",
+    "target_features",
 ]
