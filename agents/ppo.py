@@ -267,8 +267,13 @@ def validate(cfg: PPOConfig) -> None:
             _task_specs(s)
 
 
+def _uses_target_features(cfg: PPOConfig) -> bool:
+    """Whether training reads envs.voxel.target_features (privileged critic / policy, aux loss)."""
+    return cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0
+
+
 def _validate_backend(cfg: PPOConfig, stages) -> None:
-    uses_target_features = cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0
+    uses_target_features = _uses_target_features(cfg)
     if cfg.backend == "jax":
         if uses_target_features and any(t == "cartpole" for s in stages for t in s):
             raise ConfigError("--privileged-critic / --privileged-policy / --aux-coef read the "
@@ -476,7 +481,7 @@ def _voxel_env(cfg: PPOConfig, task_names: tuple[str, ...], use_mineclip: bool) 
             return bonus * info["success"].astype(jnp.float32)
 
     reset, step = voxel.reset, voxel.step_autoreset
-    if cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0:
+    if _uses_target_features(cfg):
         reset, step = _with_target_features(reset, step)
 
     return lrn.JaxEnv(

@@ -537,6 +537,14 @@ def _choose_spawn(u, world, params: VoxelParams, static: VoxelStaticConfig):
     return jnp.array([xs[k] + 0.5, tops[k] + 1.0, zs[k] + 0.5], F32)
 
 
+def _house_centre(state: VoxelState):
+    """The point above the middle of the house floor (the house target)."""
+    return jnp.array(
+        [(state.house[0] + state.house[2] + 1) / 2, state.house_floor_y + 1.0,
+         (state.house[1] + state.house[3] + 1) / 2], F32,
+    )  # fmt: skip
+
+
 def _signals(state: VoxelState, params: VoxelParams, attack_hit_target=None) -> TaskSignals:
     """TaskSignals of ``state`` (target distance and visibility from privileged state)."""
     p = state.player
@@ -561,10 +569,7 @@ def _signals(state: VoxelState, params: VoxelParams, attack_hit_target=None) -> 
     portal_delta = state.portal_center - (p.pos + jnp.array([0.0, 1.0, 0.0]))
     portal_d = jnp.linalg.norm(portal_delta)
     ocean_d = state.ocean_distance[xi, zi]
-    house_c = jnp.array(
-        [(state.house[0] + state.house[2] + 1) / 2, state.house_floor_y + 1.0,
-         (state.house[1] + state.house[3] + 1) / 2], F32,
-    )  # fmt: skip
+    house_c = _house_centre(state)
     house_d = jnp.linalg.norm(house_c - p.pos)
     kind = params.target_kind
     dist = jnp.select(
@@ -626,10 +631,7 @@ def target_features(state: VoxelState, params: VoxelParams, static: VoxelStaticC
     is_target = mobs.alive & params.target_entity[t]
     dists = jnp.where(is_target, jnp.linalg.norm(centre - eye, axis=-1), jnp.inf)
     k = jnp.argmin(dists)
-    house_c = jnp.array(
-        [(state.house[0] + state.house[2] + 1) / 2, state.house_floor_y + 1.0,
-         (state.house[1] + state.house[3] + 1) / 2], F32,
-    )  # fmt: skip
+    house_c = _house_centre(state)
     kind = params.target_kind
     point = jnp.select(
         [kind == TARGET_ENTITY, kind == TARGET_PORTAL], [centre[k], state.portal_center], house_c
