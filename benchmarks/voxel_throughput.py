@@ -59,22 +59,24 @@ def _random_actions(key, n):
     return jax.random.randint(key, (n, 8), 0, jnp.asarray(spaces.ACTION_NVEC))
 
 
-def _voxel_rollout(key, states, params, static, steps):
-    """One device's share: `steps` random steps of its envs; returns a checksum [1]."""
+def voxel_rollout(key, states, params, static, steps, count=False):
+    """One device's share: `steps` random steps of its envs; returns a checksum [1] (and, with
+    `count`, the number of env steps taken [1], so a caller can check nothing was skipped)."""
     n = jax.tree.leaves(states)[0].shape[0]
 
     def body(carry, k):
-        states, total = carry
+        states, total, taken = carry
         ka, ks = jax.random.split(k)
         obs, states, rew, *_ = E.step_autoreset_batch(
             jax.random.split(ks, n), states, _random_actions(ka, n), params, static
         )
         # Use every observation leaf so the compiler cannot skip computing any of them.
         touch = sum(leaf.astype(jnp.float32).sum() for leaf in jax.tree.leaves(obs))
-        return (states, total + rew.sum() + touch * 0), None
+        return (states, total + rew.sum() + touch * 0, taken + rew.shape[0]), None
 
-    (_, total), _ = jax.lax.scan(body, (states, jnp.float32(0.0)), jax.random.split(key[0], steps))
-    return total[None]
+    init = (states, jnp.float32(0.0), jnp.int32(0))
+    (_, total, taken), _ = jax.lax.scan(body, init, jax.random.split(key[0], steps))
+    return (total[None], taken[None]) if count else total[None]
 
 
 def _on_devices(local, mesh):
@@ -107,7 +109,7 @@ def measure_voxel(cfg: Config, batch: int, render: bool, devices: int = 1) -> fl
     _, states = jax.jit(jax.vmap(E.reset, in_axes=(0, None, None)), static_argnames="static")(
         keys, params, static
     )
-    rollout = functools.partial(_voxel_rollout, static=static, steps=cfg.steps)
+    rollout = functools.partial(voxel_rollout, static=static, steps=cfg.steps)
     run = _on_devices(rollout, _mesh(batch, devices))
     best = _best_time(
         run, lambda r: (jax.random.split(jax.random.key(r), devices), states, params), cfg.repeats

@@ -35,8 +35,12 @@ def run_processes(
     and waits for all; kills every one still running when one fails or the time is up."""
     procs = [
         subprocess.Popen(
-            [sys.executable, *argv_for(i)], env=process_env(devices), cwd=REPO,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, *argv_for(i)],
+            env=process_env(devices),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for i in range(count)
     ]
@@ -62,7 +66,8 @@ def check(results: list[subprocess.CompletedProcess]) -> list[str]:
     """The stdout of each process; an AssertionError with every stderr tail if any failed."""
     if any(r.returncode != 0 for r in results):
         report = "\n".join(
-            f"--- process {i}: exit {r.returncode}\n{r.stderr[-3000:]}" for i, r in enumerate(results)
+            f"--- process {i}: exit {r.returncode}\n{r.stderr[-3000:]}"
+            for i, r in enumerate(results)
         )
         raise AssertionError(f"a process failed or timed out:\n{report}")
     return [r.stdout for r in results]
