@@ -38,7 +38,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs import spaces
+from envs import spaces, tasks
 from envs.bridge import launcher, mission
 from envs.bridge.malmo import (
     MalmoClient,
@@ -107,18 +107,6 @@ class MineDojoConfig:
     spread_range: int = 200  # fast reset: /spreadplayers range (0 keeps the position)
     extra_ticks: int = 2  # no-op ticks after drop/craft/equip/place/destroy (MineDojo: 2)
     max_steps: int | None = None  # episode limit in agent steps (default: the task's)
-
-
-def _task_spec(task: str | TaskSpec) -> TaskSpec:
-    if isinstance(task, TaskSpec):
-        return task
-    import envs
-
-    if hasattr(envs, "resolve_task"):  # paper task ids/prompts as well as the catalogue
-        return envs.resolve_task(task)
-    from envs import tasks
-
-    return tasks.get(task)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +413,7 @@ class MineDojoEnv(gym.Env):
         render_mode: str | None = None,
         **config_overrides: Any,
     ) -> None:
-        self.spec_task = _task_spec(task)
+        self.spec_task = tasks.get(task)
         self.config = dataclasses.replace(config or MineDojoConfig(), **config_overrides)
         cfg = self.config
         self.render_mode = render_mode
@@ -634,7 +622,7 @@ def make_minedojo_vector(
     unknown = sorted(set(config_overrides) - fields)
     if unknown:
         raise TypeError(f"unknown MineDojo options {unknown}; valid: {sorted(fields)}")
-    spec = _task_spec(task)  # fail here, not in N workers, on an unknown task
+    spec = tasks.get(task)  # fail here, not in N workers, on an unknown task
     cfg = dataclasses.replace(MineDojoConfig(), **config_overrides)
     run_root = cfg.run_root or tempfile.mkdtemp(prefix="minedojo-instances-")
     config_overrides["run_root"] = run_root  # instance-<env id> dirs side by side

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from envs import resolve_task, spaces
+from envs import spaces, tasks
 from envs.voxel import env as E
 from envs.voxel import scripted
 from envs.voxel.state import VoxelStaticConfig
@@ -87,7 +87,7 @@ def write_mp4(path: str, frames: np.ndarray, fps: int = 20) -> None:
 
 def record(cfg: RecordConfig) -> dict:
     """Run and write the episode; returns a summary (steps, success, path)."""
-    spec = resolve_task(cfg.task)
+    spec = tasks.get(cfg.task)
     static = VoxelStaticConfig(render=True, height=cfg.height, width=cfg.width)
     params = E.make_params(spec, static, seed=cfg.seed)
     frames, dones, success = rollout_frames(
