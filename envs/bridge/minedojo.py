@@ -339,7 +339,10 @@ def signals_from_info(info: dict[str, Any]) -> TaskSignals:
             [info.get("xpos", 0.0), info.get("ypos", 0.0), info.get("zpos", 0.0)], np.float32
         ),
         biome_id=np.int32(info.get("biome_id", 0)),
-        # Privileged target distances are not available from Malmo.
+        # Privileged target distances are not available here: MineDojo computes the paper's
+        # manual shaping (navigation by geodesic distance, valid-attack bonus) from its LIDAR
+        # rays, which this bridge does not request from Malmo. So on this backend the "manual"
+        # reward has no shaping: it is the task's programmatic reward (docs/bridge.md).
         target_distance=np.float32(FAR),
         target_visible=np.bool_(False),
         best_target_distance=np.float32(FAR),
@@ -568,8 +571,11 @@ class MineDojoEnv(gym.Env):
             info["invalid_action"] = invalid
         if frame.done:
             self._mission_running = False  # the next reset must start a new mission
-        truncated = frame.done or self._t >= self.max_steps
-        return obs, reward, success, truncated, info
+        # Creative tasks have no programmatic success in the paper (MineCLIP judges them): the
+        # check is reported in info["success"] for evaluation but never ends the episode.
+        terminated = success and self.spec_task.category != "creative"
+        truncated = frame.done or (self._t >= self.max_steps and not terminated)
+        return obs, reward, terminated, truncated, info
 
     def render(self):
         if self._last_obs is not None:

@@ -348,7 +348,7 @@ def _tick(key, state: VoxelState, action, params: VoxelParams, static: VoxelStat
     state = state.replace(best_target_distance=best, prev_signals=sig)
     dead = player.health <= 0
     any_kill = jnp.any(sig.kills > state.initial_signals.kills) & params.end_on_any_kill
-    terminated = success | dead | any_kill
+    terminated = (success & params.end_on_success) | dead | any_kill
     truncated = (state.steps >= params.max_steps) & ~terminated
     info = {"success": success, "signals": sig, "dense_reward": dense, "dead": dead}
     return state, reward, terminated, truncated, info

@@ -125,4 +125,7 @@ def make_params(
         attack_reach=jnp.asarray(f(3.0)),
         spawn_interval=jnp.int32(200),
         end_on_any_kill=jnp.bool_(spec.end_on_any_kill),
+        # Creative tasks have no programmatic success in the paper (MineCLIP judges them): the
+        # world's check is reported in info["success"] for evaluation but ends nothing.
+        end_on_success=jnp.bool_(spec.category != "creative"),
     )
