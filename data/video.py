@@ -6,6 +6,7 @@ Frames are picked by presentation time: for each requested timestamp the decoded
 interval [pts, next pts) contains it (clamped to the first/last frame), so the result does not
 depend on the container's seek granularity. Any failure to open or decode raises
 `VideoDecodeError`, which the dataset builders count as a corrupt video instead of crashing.
+Writing a video is `envs.video.write_video` (the project's one writer).
 """
 
 from __future__ import annotations
@@ -118,21 +119,3 @@ def find_video(videos_dir: str | os.PathLike, video_id: str) -> str | None:
         if os.path.isfile(candidate):
             return candidate
     return None
-
-
-def write_video(
-    path: str | os.PathLike, frames: np.ndarray, fps: int = 4, codec: str = "libx264"
-) -> None:
-    """Encode uint8 `[T, H, W, 3]` RGB frames into a video file (fixtures, debugging)."""
-    frames = np.asarray(frames, dtype=np.uint8)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise ValueError(f"frames must be uint8 [T, H, W, 3], got {frames.shape}")
-    with av.open(os.fspath(path), mode="w") as container:
-        stream = container.add_stream(codec, rate=fps)
-        stream.width, stream.height = frames.shape[2], frames.shape[1]
-        stream.pix_fmt = "yuv420p"
-        for rgb in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)

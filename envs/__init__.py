@@ -6,8 +6,8 @@
     vec = envs.make_vector("harvest_milk_with_empty_bucket_and_cow", 8, backend="minedojo",
                            jar="/path/MalmoMod-0.37.0-fat.jar")    # MineDojo's Java simulator
 
-``task`` is a ``TaskSpec``, one of the paper's 12 tasks (id or prompt, ``envs.tasks.paper``) or
-any catalogue id / prompt (``envs.tasks.get``). Keyword arguments of the voxel backend are the
+``task`` is anything ``envs.tasks.get`` resolves: a ``TaskSpec``, one of the paper's 12 tasks
+(id or prompt) or any catalogue id / prompt. Keyword arguments of the voxel backend are the
 fields of ``envs.voxel.VoxelStaticConfig`` (``render``, ``height``, ``width``, ``size_x`` ...)
 plus ``seed`` (world pool and episode keys) and ``passive_mobs`` / ``max_steps`` / ``target``
 (see ``envs.voxel.make_params``). The vector env auto-resets in the same step (Gymnasium
@@ -23,25 +23,6 @@ from typing import Any
 BACKENDS = ("voxel", "minedojo")
 
 
-def resolve_task(task):
-    """A ``TaskSpec`` from a spec, a paper task id/prompt or a catalogue id/prompt."""
-    from envs.tasks.spec import TaskSpec
-
-    if isinstance(task, TaskSpec):
-        return task
-    if not isinstance(task, str):
-        raise TypeError(f"task must be a TaskSpec or a task id / prompt string, got {type(task)}")
-    from envs.tasks import paper
-
-    try:
-        return paper.get(task)
-    except KeyError:
-        pass
-    from envs import tasks
-
-    return tasks.get(task)
-
-
 def _voxel_parts(task, kw: dict[str, Any]):
     from envs.voxel import VoxelStaticConfig, make_params
 
@@ -54,7 +35,9 @@ def _voxel_parts(task, kw: dict[str, Any]):
             f"unknown keyword arguments for the voxel backend: {sorted(kw)}; use fields of "
             f"VoxelStaticConfig {sorted(static_fields)}, seed, passive_mobs, max_steps, target, pool"
         )
-    spec = resolve_task(task)
+    from envs import tasks
+
+    spec = tasks.get(task)
     static = VoxelStaticConfig(**static_kw)
     params = make_params(spec, static, seed=seed, **param_kw)
     return spec, static, params, seed

@@ -38,7 +38,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs import spaces
+from envs import spaces, tasks
 from envs.bridge import launcher, mission
 from envs.bridge.malmo import (
     MalmoClient,
@@ -107,18 +107,6 @@ class MineDojoConfig:
     spread_range: int = 200  # fast reset: /spreadplayers range (0 keeps the position)
     extra_ticks: int = 2  # no-op ticks after drop/craft/equip/place/destroy (MineDojo: 2)
     max_steps: int | None = None  # episode limit in agent steps (default: the task's)
-
-
-def _task_spec(task: str | TaskSpec) -> TaskSpec:
-    if isinstance(task, TaskSpec):
-        return task
-    import envs
-
-    if hasattr(envs, "resolve_task"):  # paper task ids/prompts as well as the catalogue
-        return envs.resolve_task(task)
-    from envs import tasks
-
-    return tasks.get(task)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,7 +339,10 @@ def signals_from_info(info: dict[str, Any]) -> TaskSignals:
             [info.get("xpos", 0.0), info.get("ypos", 0.0), info.get("zpos", 0.0)], np.float32
         ),
         biome_id=np.int32(info.get("biome_id", 0)),
-        # Privileged target distances are not available from Malmo.
+        # Privileged target distances are not available here: MineDojo computes the paper's
+        # manual shaping (navigation by geodesic distance, valid-attack bonus) from its LIDAR
+        # rays, which this bridge does not request from Malmo. So on this backend the "manual"
+        # reward has no shaping: it is the task's programmatic reward (docs/bridge.md).
         target_distance=np.float32(FAR),
         target_visible=np.bool_(False),
         best_target_distance=np.float32(FAR),
@@ -425,7 +416,7 @@ class MineDojoEnv(gym.Env):
         render_mode: str | None = None,
         **config_overrides: Any,
     ) -> None:
-        self.spec_task = _task_spec(task)
+        self.spec_task = tasks.get(task)
         self.config = dataclasses.replace(config or MineDojoConfig(), **config_overrides)
         cfg = self.config
         self.render_mode = render_mode
@@ -580,8 +571,11 @@ class MineDojoEnv(gym.Env):
             info["invalid_action"] = invalid
         if frame.done:
             self._mission_running = False  # the next reset must start a new mission
-        truncated = frame.done or self._t >= self.max_steps
-        return obs, reward, success, truncated, info
+        # Creative tasks have no programmatic success in the paper (MineCLIP judges them): the
+        # check is reported in info["success"] for evaluation but never ends the episode.
+        terminated = success and self.spec_task.category != "creative"
+        truncated = frame.done or (self._t >= self.max_steps and not terminated)
+        return obs, reward, terminated, truncated, info
 
     def render(self):
         if self._last_obs is not None:
@@ -634,7 +628,7 @@ def make_minedojo_vector(
     unknown = sorted(set(config_overrides) - fields)
     if unknown:
         raise TypeError(f"unknown MineDojo options {unknown}; valid: {sorted(fields)}")
-    spec = _task_spec(task)  # fail here, not in N workers, on an unknown task
+    spec = tasks.get(task)  # fail here, not in N workers, on an unknown task
     cfg = dataclasses.replace(MineDojoConfig(), **config_overrides)
     run_root = cfg.run_root or tempfile.mkdtemp(prefix="minedojo-instances-")
     config_overrides["run_root"] = run_root  # instance-<env id> dirs side by side

@@ -133,14 +133,21 @@ def _suggest(query: str, n: int = 5) -> list[str]:
     return close[:n]
 
 
-def get(task_id_or_prompt: str, *, creative_path: str | os.PathLike | None = None) -> TaskSpec:
-    """The ``TaskSpec`` of a paper task (id or prompt), a catalogue id or prompt, ``"playthrough"``
-    or ``"creative:<i>"`` (``creative_path``: MineDojo's creative_tasks.yaml or its directory).
+def get(
+    task_id_or_prompt: str | TaskSpec, *, creative_path: str | os.PathLike | None = None
+) -> TaskSpec:
+    """The project's one task lookup: the ``TaskSpec`` of a paper task (id or prompt), a catalogue
+    id or prompt, ``"playthrough"`` or ``"creative:<i>"`` (``creative_path``: MineDojo's
+    creative_tasks.yaml or its directory); a ``TaskSpec`` is returned as it is.
 
     Raises ``UnknownTaskError`` (a ``KeyError``) naming the closest ids for anything else.
     """
+    if isinstance(task_id_or_prompt, TaskSpec):
+        return task_id_or_prompt
     if not isinstance(task_id_or_prompt, str):
-        raise TypeError(f"task must be a str id or prompt, got {type(task_id_or_prompt).__name__}")
+        raise TypeError(
+            f"task must be a TaskSpec or a str id / prompt, got {type(task_id_or_prompt).__name__}"
+        )
     query = task_id_or_prompt.strip()
     paper = _paper_tasks()
     if query in paper:
@@ -165,7 +172,7 @@ def get(task_id_or_prompt: str, *, creative_path: str | os.PathLike | None = Non
 def backends_for(task: str | TaskSpec) -> tuple[str, ...]:
     """Backends that can run ``task``: MineDojo's simulator runs every task; the embedded voxel world
     runs those whose items, mobs and biomes it has (``envs.voxel.support.can_run``)."""
-    spec = get(task) if isinstance(task, str) else task
+    spec = get(task)
     from envs.voxel.support import can_run  # lazy: the voxel package imports envs.tasks
 
     runnable, _reason = can_run(spec)

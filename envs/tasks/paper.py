@@ -68,6 +68,7 @@ _TASKS = (
         initial_inventory=(InventoryItem("mainhand", "bucket"),),
         success=SuccessCriterion("inventory", ("milk_bucket",)),
         max_steps=500,
+        attack_bonus=0.0,  # manual shaping is navigation only (paper G.1): no pay for hits
         **_ZOO_RANGE,
     ),
     TaskSpec(
@@ -95,6 +96,7 @@ _TASKS = (
         initial_inventory=(InventoryItem("mainhand", "shears"),),
         success=SuccessCriterion("inventory", ("wool",)),
         max_steps=500,
+        attack_bonus=0.0,  # manual shaping is navigation only (paper G.1): no pay for hits
         **_ZOO_RANGE,
     ),
     TaskSpec(

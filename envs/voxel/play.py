@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from envs import resolve_task, spaces
+from envs import spaces, tasks
 from envs.voxel import env as E
 from envs.voxel import tables as T
 from envs.voxel.gym_env import _reset, _step
@@ -65,7 +65,7 @@ def play(cfg: PlayConfig) -> int:
         raise SystemExit(
             "play needs pygame: pip install 'mineclip-jax[play]' (or pip install pygame)"
         ) from e
-    spec = resolve_task(cfg.task)
+    spec = tasks.get(cfg.task)
     static = VoxelStaticConfig(render=True, height=cfg.height, width=cfg.width)
     params = E.make_params(spec, static, seed=cfg.seed)
     key = jax.random.key(cfg.seed)

@@ -1,4 +1,4 @@
-"""Record an episode of the embedded world to an MP4 (PyAV, H.264).
+"""Record an episode of the embedded world to an MP4 (``envs.video.write_video``).
 
     python -m envs.voxel.record --task "hunt a cow" --out episode.mp4
     python -m envs.voxel.record --task find_nether_portal --policy random --steps 200 --out p.mp4
@@ -14,13 +14,13 @@ import dataclasses
 import functools
 from typing import Literal
 
-import av
 import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from envs import resolve_task, spaces
+from envs import spaces, tasks
+from envs.video import write_video
 from envs.voxel import env as E
 from envs.voxel import scripted
 from envs.voxel.state import VoxelStaticConfig
@@ -66,28 +66,9 @@ def rollout_frames(key, params, mode, static, steps, random_policy):
     return jnp.concatenate([first[None], frames]), dones, success
 
 
-def write_mp4(path: str, frames: np.ndarray, fps: int = 20) -> None:
-    """Write uint8 [T, H, W, 3] frames as an H.264 MP4 (even sizes required by yuv420p)."""
-    frames = np.asarray(frames, np.uint8)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise ValueError(f"frames must be uint8 [T, H, W, 3], got {frames.shape}")
-    t, h, w, _ = frames.shape
-    if h % 2 or w % 2:
-        raise ValueError(f"H.264 needs even frame sizes, got {h}x{w}")
-    with av.open(path, mode="w") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height = w, h
-        stream.pix_fmt = "yuv420p"
-        for frame in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-
-
 def record(cfg: RecordConfig) -> dict:
     """Run and write the episode; returns a summary (steps, success, path)."""
-    spec = resolve_task(cfg.task)
+    spec = tasks.get(cfg.task)
     static = VoxelStaticConfig(render=True, height=cfg.height, width=cfg.width)
     params = E.make_params(spec, static, seed=cfg.seed)
     frames, dones, success = rollout_frames(
@@ -96,7 +77,7 @@ def record(cfg: RecordConfig) -> dict:
     )  # fmt: skip
     dones = np.asarray(dones)
     n = int(np.argmax(dones)) + 1 if dones.any() else cfg.steps + 1  # frames until the end
-    write_mp4(cfg.out, np.asarray(frames[:n]), cfg.fps)
+    write_video(np.asarray(frames[:n]), cfg.out, cfg.fps)
     summary = {
         "path": cfg.out,
         "frames": n,

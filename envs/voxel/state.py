@@ -94,6 +94,7 @@ class VoxelParams:
     attack_reach: Any  # f32 [] blocks
     spawn_interval: Any  # i32 [] ticks between night spawn attempts
     end_on_any_kill: Any  # bool [] any kill ends the episode (paper's hunts)
+    end_on_success: Any  # bool [] the success check ends the episode (not on Creative tasks)
 
 
 @struct.dataclass

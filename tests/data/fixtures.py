@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from data.video import write_video
+from envs.video import write_video
 
 FIXTURE_FPS = 4
 
@@ -34,7 +34,7 @@ def frame_index_of(decoded: np.ndarray) -> np.ndarray:
 
 
 def write_fixture_video(path: str, seconds: float = 24.0, fps: int = FIXTURE_FPS) -> str:
-    write_video(path, time_coded_frames(seconds, fps), fps=fps)
+    write_video(time_coded_frames(seconds, fps), path, fps=fps)
     return path
 
 

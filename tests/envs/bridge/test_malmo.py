@@ -192,6 +192,21 @@ def test_env_reward_success_extra_ticks_and_masks():
             env.close()
 
 
+def test_creative_success_is_reported_but_does_not_end_the_episode():
+    def dig(world):
+        world.pos[1] = 60.0  # 4 blocks below the start: dig_hole's depth check passes
+
+    with FakeMalmoServer(script={2: dig}) as server:
+        env = MineDojoEnv("dig_hole", malmo_port=server.port, height=8, width=8, max_steps=5)
+        try:
+            env.reset(seed=0)
+            env.step(_noop())
+            _, _, terminated, truncated, info = env.step(_noop())
+            assert info["success"] and not terminated and not truncated
+        finally:
+            env.close()
+
+
 def test_env_truncation_done_flag_and_dead_server():
     with FakeMalmoServer(options=FakeOptions(done_at_step=3)) as server:
         env = MineDojoEnv("harvest_1_log", malmo_port=server.port, height=8, width=8, max_steps=50)

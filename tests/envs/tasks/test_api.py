@@ -31,6 +31,17 @@ def test_paper_tasks_by_id_and_prompt():
     assert len(tasks.paper_task_ids()) == 12
 
 
+def test_one_lookup_takes_an_id_a_prompt_or_a_spec():
+    import envs
+    from envs.bridge import minedojo
+
+    spec = tasks.get("hunt a cow")
+    assert tasks.get(spec) is spec  # a TaskSpec passes through unchanged
+    assert tasks.get("hunt_cow") is spec
+    # no second lookup beside envs.tasks.get
+    assert not hasattr(envs, "resolve_task") and not hasattr(minedojo, "_task_spec")
+
+
 def test_unknown_ids_suggest_the_closest():
     with pytest.raises(tasks.UnknownTaskError, match="Closest: 'harvest_1_log'") as err:
         tasks.get("harvest_1_logs")

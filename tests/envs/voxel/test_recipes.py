@@ -7,6 +7,7 @@ import pytest
 
 from envs import spaces
 from envs.voxel import env as E
+from envs.voxel import inventory
 from envs.voxel import tables as T
 from tests.envs.voxel import helpers as H
 
@@ -38,7 +39,7 @@ def test_recipe_table_matches_minecraft(name):
 def _craft_batch(states, args):
     def one(state, arg):
         mask = E.craft_mask(state)
-        return E._craft_apply(state, arg), mask[arg]
+        return inventory.craft_apply(state, arg), mask[arg]
 
     return jax.vmap(one)(states, args)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs import spaces
-from envs.voxel import env as E
+from envs.voxel import physics
 from envs.voxel import tables as T
 from tests.envs.voxel import helpers as H
 
@@ -250,8 +250,8 @@ def test_day_night_and_night_spawning():
     params = params.replace(allow_mob_spawn=jnp.bool_(True), spawn_interval=jnp.int32(50))
     _, state = H.reset(jax.random.key(1), params, H.STATIC)
     state = H.clear_mobs(state)
-    assert float(E._daylight(state.world_time)) < 0.3
-    assert float(E._daylight(jnp.int32(6000))) == 1.0
+    assert float(physics.daylight_level(state.world_time)) < 0.3
+    assert float(physics.daylight_level(jnp.int32(6000))) == 1.0
     r = H.run(state, params, H.noop(1))
     assert int(r.state.world_time) == 13000 + H.STEPS
     spawned = np.asarray(r.state.mobs.mob_type)[np.asarray(r.state.mobs.alive)]

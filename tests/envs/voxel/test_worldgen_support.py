@@ -2,7 +2,6 @@
 
 import dataclasses
 
-import av
 import jax
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from envs.tasks.spec import InventoryItem, SuccessCriterion, TaskSpec
 from envs.voxel import env as E
 from envs.voxel import tables as T
 from envs.voxel.play import keys_to_action
-from envs.voxel.record import write_mp4
 from envs.voxel.state import VoxelStaticConfig
 from envs.voxel.support import can_run
 from envs.voxel.worldgen import generate_world
@@ -79,19 +77,6 @@ def test_can_run():
     assert can_run(given)[0]
     with pytest.raises(ValueError, match="ghast"):
         E.make_params(ghast, H.STATIC, pool=H.pool())
-
-
-def test_write_mp4_round_trip(tmp_path):
-    frames = np.zeros((6, 16, 32, 3), np.uint8)
-    frames[:, :, :16] = [200, 30, 30]
-    path = str(tmp_path / "clip.mp4")
-    write_mp4(path, frames, fps=20)
-    with av.open(path) as c:
-        decoded = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
-    assert len(decoded) == 6 and decoded[0].shape == (16, 32, 3)
-    assert abs(int(decoded[3][8, 4, 0]) - 200) < 20 and decoded[3][8, 28].max() < 20
-    with pytest.raises(ValueError, match="even"):
-        write_mp4(path, np.zeros((2, 15, 32, 3), np.uint8))
 
 
 def test_play_key_map():
