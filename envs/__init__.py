@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from envs.checks import check_seed
+
 BACKENDS = ("voxel", "minedojo")
 
 
@@ -28,19 +30,21 @@ def _voxel_parts(task, kw: dict[str, Any]):
 
     static_fields = {f.name for f in dataclasses.fields(VoxelStaticConfig)}
     static_kw = {k: kw.pop(k) for k in list(kw) if k in static_fields}
-    seed = kw.pop("seed", 0)
+    seed = check_seed(kw.pop("seed", 0))
+    validate_actions = kw.pop("validate_actions", True)
     param_kw = {k: kw.pop(k) for k in ("passive_mobs", "max_steps", "target", "pool") if k in kw}
     if kw:
         raise TypeError(
             f"unknown keyword arguments for the voxel backend: {sorted(kw)}; use fields of "
-            f"VoxelStaticConfig {sorted(static_fields)}, seed, passive_mobs, max_steps, target, pool"
+            f"VoxelStaticConfig {sorted(static_fields)}, seed, passive_mobs, max_steps, target, "
+            "pool, validate_actions"
         )
     from envs import tasks
 
     spec = tasks.get(task)
     static = VoxelStaticConfig(**static_kw)
     params = make_params(spec, static, seed=seed, **param_kw)
-    return spec, static, params, seed
+    return spec, static, params, seed, validate_actions
 
 
 def make(task, backend: str = "voxel", **kw):
@@ -48,8 +52,8 @@ def make(task, backend: str = "voxel", **kw):
     if backend == "voxel":
         from envs.voxel.gym_env import VoxelEnv
 
-        spec, static, params, seed = _voxel_parts(task, dict(kw))
-        return VoxelEnv(spec, static=static, params=params, seed=seed)
+        spec, static, params, seed, validate = _voxel_parts(task, dict(kw))
+        return VoxelEnv(spec, static=static, params=params, seed=seed, validate_actions=validate)
     if backend == "minedojo":
         from envs.bridge.minedojo import make_env
 
@@ -64,10 +68,11 @@ def make_vector(task, num_envs: int, backend: str = "voxel", **kw):
 
         kw = dict(kw)
         devices = kw.pop("devices", None)
-        spec, static, params, seed = _voxel_parts(task, kw)
+        spec, static, params, seed, validate = _voxel_parts(task, kw)
         return VoxelVectorEnv(
-            spec, num_envs, static=static, params=params, seed=seed, devices=devices
-        )
+            spec, num_envs, static=static, params=params, seed=seed, devices=devices,
+            validate_actions=validate,
+        )  # fmt: skip
     if backend == "minedojo":
         from envs.bridge.minedojo import make_minedojo_vector
 
