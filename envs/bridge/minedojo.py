@@ -630,6 +630,12 @@ def make_minedojo_vector(
         raise TypeError(f"unknown MineDojo options {unknown}; valid: {sorted(fields)}")
     spec = tasks.get(task)  # fail here, not in N workers, on an unknown task
     cfg = dataclasses.replace(MineDojoConfig(), **config_overrides)
+    if cfg.malmo_port is None:
+        # The jar and Java 8 are checked here, once, before any worker spawns or any run
+        # directory is created (each worker would otherwise fail the same way, N times).
+        launcher.check_runtime(
+            launcher.LaunchConfig(jar=cfg.jar, java=cfg.java, require_java8=cfg.require_java8)
+        )
     run_root = cfg.run_root or tempfile.mkdtemp(prefix="minedojo-instances-")
     config_overrides["run_root"] = run_root  # instance-<env id> dirs side by side
     reset_timeout_s = cfg.ready_timeout_s + cfg.socket_timeout_s * 2 + 60.0
