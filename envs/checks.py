@@ -24,8 +24,8 @@ def check_seed(seed, what: str = "seed") -> int:
         raise TypeError(f"{what} must be an int in [0, {MAX_SEED}], got {seed!r}")
     if not 0 <= int(seed) <= MAX_SEED:
         raise ValueError(
-            f"{what} must be in [0, {MAX_SEED}] (2**32 - 1), got {int(seed)}; use a non-negative "
-            "seed below 2**32 (e.g. seed % 2**32)"
+            f"{what} must be in [0, {MAX_SEED}], got {int(seed)}; use a non-negative seed below "
+            "2**32 (e.g. seed % 2**32)"
         )
     return int(seed)
 

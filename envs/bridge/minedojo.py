@@ -82,7 +82,13 @@ _VOXEL_KEYS = (
 
 
 class SimulatorError(RuntimeError):
-    """The Minecraft instance stopped answering; carries the end of its log when known."""
+    """The Minecraft instance stopped answering; carries the end of its log when known.
+
+    In a ``ProcessVectorEnv`` worker this is a fault of the simulator, not of the caller: the
+    worker is restarted and the episode truncated (``restart_worker``), where other exceptions
+    of an env's code are re-raised to the caller."""
+
+    restart_worker = True
 
 
 @dataclasses.dataclass(frozen=True)
