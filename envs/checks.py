@@ -95,7 +95,11 @@ def check_action(
                              f"got {a.shape}")  # fmt: skip
         if a.dtype.kind == "O":
             raise TypeError(f"{where} must be an integer array, got values {a.tolist()!r}")
-        return _check_discrete_values(a, start, start + nvec, names, where)
+        flat = a.reshape(a.shape[: a.ndim - nvec.ndim] + (nvec.size,))  # components last
+        low = start.reshape(-1)
+        return _check_discrete_values(flat, low, low + nvec.reshape(-1), names, where).reshape(
+            a.shape
+        )
     if isinstance(space, gym.spaces.Discrete):
         a = np.asarray(action)
         shape = () if batch is None else (batch,)
