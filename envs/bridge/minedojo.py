@@ -47,6 +47,7 @@ from envs.bridge.malmo import (
     MalmoFrame,
     make_token,
 )
+from envs.checks import check_action
 from envs.tasks.spec import FAR, TaskParams, TaskSignals, TaskSpec, task_reward, task_success
 
 # Functional actions after which MineDojo runs 2 extra no-op ticks (drop, craft, equip, place,
@@ -548,7 +549,7 @@ class MineDojoEnv(gym.Env):
     def step(self, action: Any):
         if self._last_obs is None or not self._mission_running:
             raise RuntimeError("call reset() before step() (and after a SimulatorError)")
-        action = np.asarray(action, dtype=np.int64)
+        action = check_action(self.action_space, action, names=spaces.ACTION_COMPONENTS)
         commands, invalid = action_to_commands(action, self._last_obs["inventory"]["name"])
         try:
             frame = self._tick(commands)
