@@ -18,9 +18,85 @@ plus ``seed`` (world pool and episode keys) and ``passive_mobs`` / ``max_steps``
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from typing import Any
 
+from envs.checks import check_seed
+
 BACKENDS = ("voxel", "minedojo")
+
+# Set in a child forked from a process whose JAX backends were running: JAX cannot run there
+# (its threads did not survive the fork) and the first JAX call would hang forever.
+_FORKED_AFTER_JAX_FROM: int | None = None
+_SAID_CORES = False
+
+
+def _jax_started() -> bool:
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # pragma: no cover - other JAX versions
+        return True
+
+
+def _note_fork_in_child() -> None:
+    global _FORKED_AFTER_JAX_FROM
+    if _jax_started():
+        _FORKED_AFTER_JAX_FROM = os.getppid()
+
+
+os.register_at_fork(after_in_child=_note_fork_in_child)
+
+
+def _refuse_forked_jax(task) -> None:
+    if _FORKED_AFTER_JAX_FROM is None:
+        return
+    raise RuntimeError(
+        f"envs.make({task!r}): this process was forked from process {_FORKED_AFTER_JAX_FROM}, "
+        "in which JAX had already started, so the embedded world (JAX) would hang here. "
+        "gymnasium.vector.AsyncVectorEnv forks by default after building an env in the parent: "
+        "pass context='spawn' to it, or use envs.make_vector(task, n) (all envs in one jitted "
+        "call, no processes), or envs.bridge.ProcessVectorEnv('envs:make', n, task=task) "
+        "(spawned workers)."
+    )
+
+
+def _use_every_core(devices) -> None:
+    """Expose every CPU core as a JAX device if JAX has not started; say once if it has."""
+    global _SAID_CORES
+    from envs.voxel import parallel
+
+    cores = parallel.available_cores()
+    if devices == 1 or cores <= 1:
+        return
+    if not _jax_started():
+        if "jax" not in sys.modules or not _cpu_devices_configured():
+            parallel.use_cpu_cores(cores)
+        return
+    import jax
+
+    if jax.default_backend() == "cpu" and len(jax.devices("cpu")) == 1 and not _SAID_CORES:
+        _SAID_CORES = True
+        print(
+            f"envs.make_vector: JAX had already started with one CPU device, so the embedded "
+            f"worlds run on 1 of this machine's {cores} cores. To use all of them, call "
+            "envs.voxel.parallel.use_cpu_cores() right after `import jax` (before any JAX "
+            f"computation), or start Python with XLA_FLAGS=--xla_force_host_platform_device_count"
+            f"={cores}.",
+            file=sys.stderr,
+        )
+
+
+def _cpu_devices_configured() -> bool:
+    """Whether the user already chose a CPU device count (config or XLA_FLAGS)."""
+    import jax
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    return "xla_force_host_platform_device_count" in flags or jax.config.jax_num_cpu_devices > 0
 
 
 def _voxel_parts(task, kw: dict[str, Any]):
@@ -28,28 +104,31 @@ def _voxel_parts(task, kw: dict[str, Any]):
 
     static_fields = {f.name for f in dataclasses.fields(VoxelStaticConfig)}
     static_kw = {k: kw.pop(k) for k in list(kw) if k in static_fields}
-    seed = kw.pop("seed", 0)
+    seed = check_seed(kw.pop("seed", 0))
+    validate_actions = kw.pop("validate_actions", True)
     param_kw = {k: kw.pop(k) for k in ("passive_mobs", "max_steps", "target", "pool") if k in kw}
     if kw:
         raise TypeError(
             f"unknown keyword arguments for the voxel backend: {sorted(kw)}; use fields of "
-            f"VoxelStaticConfig {sorted(static_fields)}, seed, passive_mobs, max_steps, target, pool"
+            f"VoxelStaticConfig {sorted(static_fields)}, seed, passive_mobs, max_steps, target, "
+            "pool, validate_actions"
         )
     from envs import tasks
 
     spec = tasks.get(task)
     static = VoxelStaticConfig(**static_kw)
     params = make_params(spec, static, seed=seed, **param_kw)
-    return spec, static, params, seed
+    return spec, static, params, seed, validate_actions
 
 
 def make(task, backend: str = "voxel", **kw):
     """A Gymnasium ``Env`` for ``task`` on ``backend`` ("voxel" or "minedojo")."""
     if backend == "voxel":
+        _refuse_forked_jax(task)
         from envs.voxel.gym_env import VoxelEnv
 
-        spec, static, params, seed = _voxel_parts(task, dict(kw))
-        return VoxelEnv(spec, static=static, params=params, seed=seed)
+        spec, static, params, seed, validate = _voxel_parts(task, dict(kw))
+        return VoxelEnv(spec, static=static, params=params, seed=seed, validate_actions=validate)
     if backend == "minedojo":
         from envs.bridge.minedojo import make_env
 
@@ -58,16 +137,23 @@ def make(task, backend: str = "voxel", **kw):
 
 
 def make_vector(task, num_envs: int, backend: str = "voxel", **kw):
-    """A Gymnasium ``VectorEnv`` of ``num_envs`` copies of ``task`` on ``backend``."""
-    if backend == "voxel":
-        from envs.voxel.gym_env import VoxelVectorEnv
+    """A Gymnasium ``VectorEnv`` of ``num_envs`` copies of ``task`` on ``backend``.
 
+    On the voxel backend the envs are split over the local devices; on a CPU, every core becomes
+    a JAX device when JAX has not started yet (``envs.voxel.parallel.use_cpu_cores``). When it
+    has, a one-time message says how to get the cores; ``devices=1`` keeps one device."""
+    if backend == "voxel":
+        _refuse_forked_jax(task)
         kw = dict(kw)
         devices = kw.pop("devices", None)
-        spec, static, params, seed = _voxel_parts(task, kw)
+        _use_every_core(devices)
+        from envs.voxel.gym_env import VoxelVectorEnv
+
+        spec, static, params, seed, validate = _voxel_parts(task, kw)
         return VoxelVectorEnv(
-            spec, num_envs, static=static, params=params, seed=seed, devices=devices
-        )
+            spec, num_envs, static=static, params=params, seed=seed, devices=devices,
+            validate_actions=validate,
+        )  # fmt: skip
     if backend == "minedojo":
         from envs.bridge.minedojo import make_minedojo_vector
 

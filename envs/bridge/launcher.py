@@ -84,6 +84,11 @@ def resolve_jar(jar: str | None) -> str:
             f"MalmoMod jar not found at {path!r}: build MalmoMod-0.37.0-fat.jar once on a "
             f"networked machine and copy it here ({BUILD_HINT})"
         )
+    if not os.access(path, os.R_OK):
+        raise LaunchError(
+            f"MalmoMod jar {path!r} is not readable by this user: fix its permissions "
+            f"(chmod a+r) or copy it somewhere readable ({BUILD_HINT})"
+        )
     return os.path.abspath(path)
 
 
@@ -190,13 +195,12 @@ class MinecraftInstance:
             pass
 
 
-def launch(
-    config: LaunchConfig,
-    run_dir: str,
-    port: int | None = None,
-    extra_env: dict[str, str] | None = None,
-) -> MinecraftInstance:
-    """Start an instance in ``run_dir`` (created) and wait until it accepts MalmoEnv clients."""
+def check_runtime(config: LaunchConfig) -> tuple[str, str]:
+    """(jar, java) after checking the jar is there and readable and Java is version 8.
+
+    Raises ``LaunchError`` saying what to install or pass. Cheap (one ``java -version``), so
+    callers run it up front, before spawning workers or creating run directories.
+    """
     jar = resolve_jar(config.jar)
     java = resolve_java(config.java)
     if config.require_java8:
@@ -207,6 +211,17 @@ def launch(
                 "Java 8 only: install openjdk-8-jre-headless and pass java=/path/to/java8 or "
                 "set JAVA_HOME (require_java8=False skips this check)"
             )
+    return jar, java
+
+
+def launch(
+    config: LaunchConfig,
+    run_dir: str,
+    port: int | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> MinecraftInstance:
+    """Start an instance in ``run_dir`` (created) and wait until it accepts MalmoEnv clients."""
+    jar, java = check_runtime(config)
     command: list[str] = [java, *config.jvm_args, "-jar", jar]
     headless = config.headless if config.headless is not None else not os.environ.get("DISPLAY")
     if headless:

@@ -47,6 +47,7 @@ from envs.bridge.malmo import (
     MalmoFrame,
     make_token,
 )
+from envs.checks import check_action
 from envs.tasks.spec import FAR, TaskParams, TaskSignals, TaskSpec, task_reward, task_success
 
 # Functional actions after which MineDojo runs 2 extra no-op ticks (drop, craft, equip, place,
@@ -82,7 +83,13 @@ _VOXEL_KEYS = (
 
 
 class SimulatorError(RuntimeError):
-    """The Minecraft instance stopped answering; carries the end of its log when known."""
+    """The Minecraft instance stopped answering; carries the end of its log when known.
+
+    In a ``ProcessVectorEnv`` worker this is a fault of the simulator, not of the caller: the
+    worker is restarted and the episode truncated (``restart_worker``), where other exceptions
+    of an env's code are re-raised to the caller."""
+
+    restart_worker = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -542,7 +549,7 @@ class MineDojoEnv(gym.Env):
     def step(self, action: Any):
         if self._last_obs is None or not self._mission_running:
             raise RuntimeError("call reset() before step() (and after a SimulatorError)")
-        action = np.asarray(action, dtype=np.int64)
+        action = check_action(self.action_space, action, names=spaces.ACTION_COMPONENTS)
         commands, invalid = action_to_commands(action, self._last_obs["inventory"]["name"])
         try:
             frame = self._tick(commands)
@@ -630,6 +637,12 @@ def make_minedojo_vector(
         raise TypeError(f"unknown MineDojo options {unknown}; valid: {sorted(fields)}")
     spec = tasks.get(task)  # fail here, not in N workers, on an unknown task
     cfg = dataclasses.replace(MineDojoConfig(), **config_overrides)
+    if cfg.malmo_port is None:
+        # The jar and Java 8 are checked here, once, before any worker spawns or any run
+        # directory is created (each worker would otherwise fail the same way, N times).
+        launcher.check_runtime(
+            launcher.LaunchConfig(jar=cfg.jar, java=cfg.java, require_java8=cfg.require_java8)
+        )
     run_root = cfg.run_root or tempfile.mkdtemp(prefix="minedojo-instances-")
     config_overrides["run_root"] = run_root  # instance-<env id> dirs side by side
     reset_timeout_s = cfg.ready_timeout_s + cfg.socket_timeout_s * 2 + 60.0

@@ -6,6 +6,7 @@ level and cheap to import (NumPy + Gymnasium only).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import time
@@ -15,8 +16,9 @@ import gymnasium as gym
 import numpy as np
 
 # How a fault manifests: "crash" exits the process abruptly (like a segfaulting simulator), "kill"
-# SIGKILLs itself, "hang" blocks forever (like a deadlocked socket), "raise" raises in Python.
-FAULT_KINDS = ("crash", "kill", "hang", "raise")
+# SIGKILLs itself, "hang" blocks forever (like a deadlocked socket), "raise" raises in Python,
+# "gil" sits 60 s in a C call that holds the GIL (no Python signal handler or thread can run).
+FAULT_KINDS = ("crash", "kill", "hang", "raise", "gil")
 # Set by the bridge worker before it builds its env (see worker.py).
 ENV_ID_VARIABLE = "MINECLIP_BRIDGE_ENV_ID"
 
@@ -78,6 +80,9 @@ class CounterEnv(gym.Env):
         if kind == "hang":
             while True:
                 time.sleep(3600)
+        if kind == "gil":
+            ctypes.PyDLL(None).sleep(60)  # PyDLL keeps the GIL during the call
+            return
         raise RuntimeError(f"injected failure in env {self.env_id}")
 
     def _obs(self) -> np.ndarray:

@@ -10,8 +10,17 @@ async API: ``send(actions, env_ids)`` then ``recv()`` returns the first ``batch_
 finish, with ``info["env_id"]`` saying which (the envs one command sent to a worker finish
 together).
 
-Faults. Every command has a deadline (per env it covers). A worker that dies, raises, or misses its
-deadline is killed (with everything it launched: each worker leads its own process group) and
+Bad input is refused in the parent before anything is sent: actions of a ``Discrete`` /
+``MultiDiscrete`` space are checked against it (floats, NaN and out-of-range components raise,
+``envs.checks.check_action``) and seeds must be ints in [0, 2**32 - 1]. An exception raised by
+the env's own ``reset``/``step`` code inside a worker is re-raised by the parent's call as that
+exception (the worker's traceback in a note), not treated as a crash, unless the exception
+has a true ``restart_worker`` attribute (a simulator fault, e.g. ``SimulatorError``): the worker keeps running,
+the other envs' results of that call are dropped, and the envs of the failed command restart
+their episodes on their next step (``truncated=True`` with ``info["bridge_fault"]``).
+
+Faults. Every command has a deadline (per env it covers). A worker that dies, fails to build its
+envs, or misses its deadline is killed (with everything it launched: each worker leads its own process group) and
 restarted; the pending results of its envs are delivered once the replacement has reset them, as
 ``truncated=True`` (or, for a reset, as the reset result) with ``info["bridge_fault"]`` saying
 what happened. A worker's other envs lost their episodes with it: each one's next step (or reset)
@@ -43,6 +52,7 @@ import mmap
 import os
 import pickle
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -61,6 +71,7 @@ from gymnasium.vector.utils import batch_space
 
 from envs.bridge import shm
 from envs.bridge.channel import Channel
+from envs.checks import check_action, check_seed
 
 _WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 _LOG_TAIL_LINES = 25
@@ -213,7 +224,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         max_restarts: consecutive failures of one worker (without a successful step) tolerated.
         max_episode_steps: explicit truncation after this many steps (None: env's own limits).
         autoreset_mode: ``AutoresetMode.NEXT_STEP`` or ``AutoresetMode.SAME_STEP``.
-        log_dir: where ``worker-<worker index>.log`` files (stdout+stderr of each worker) are kept.
+        log_dir: where ``worker-<worker index>.log`` files (stdout+stderr of each worker) are kept
+            (default: a temporary directory that ``close()`` removes).
         envs_per_worker: envs hosted (and stepped in turn) by one worker process; worker ``w``
             hosts env ids ``w*k .. w*k+k-1`` (the last one fewer if ``k`` does not divide
             ``num_envs``). 1 (default) for simulators that are processes themselves or slow;
@@ -253,6 +265,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps}")
         if int(envs_per_worker) < 1:
             raise ValueError(f"envs_per_worker must be >= 1, got {envs_per_worker}")
+        for name, value in (("timeout_s", timeout_s), ("reset_timeout_s", reset_timeout_s),
+                            ("startup_timeout_s", startup_timeout_s)):  # fmt: skip
+            if value is not None and not float(value) > 0:  # NaN fails too
+                raise ValueError(f"{name} must be a positive number of seconds, got {value}")
 
         self.num_envs = num_envs
         self.batch_size = batch_size
@@ -271,7 +287,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             "max_episode_steps": max_episode_steps,
             "autoreset_mode": autoreset_mode.value,
         }
+        # A log dir the user names is kept; one made here is removed by close().
+        self._own_log_dir = log_dir is None
         self.log_dir = log_dir or tempfile.mkdtemp(prefix="bridge-logs-")
+        self._env_error: BaseException | None = None  # raised by an env, for the caller
         os.makedirs(self.log_dir, exist_ok=True)
         self._base_seed: int | None = None
         self._failure: WorkerFailedError | None = None
@@ -398,6 +417,11 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
 
     def _issue(self, w: _Proc, command: _Command, message: bytes) -> None:
         """Queue ``command`` on a running worker; its deadline starts when it is at the head."""
+        if not w.inflight and w.proc is not None and w.proc.poll() is not None:
+            # It died with nothing to do: say so (not "while stepping"), then recover as usual.
+            reason = f"{w.describe()} {_describe_exit(w.proc.returncode)} while idle"
+            self._fault(w, f"{reason} (found before sending a {command.kind})")
+            return
         w.inflight.append(command)
         if len(w.inflight) == 1:
             w.deadline = time.monotonic() + command.timeout_s
@@ -475,6 +499,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             w.phase = _RUNNING
             w.deadline = float("inf")
             self._resume(w)
+        elif kind == b"X" and w.inflight:
+            self._on_env_error(w, message)
         elif kind == b"E":
             text = message[1:].decode("utf-8", "replace").strip()
             if len(text) > _MAX_REASON_CHARS:
@@ -482,6 +508,44 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             self._fault(w, f"env raised while {self._activity(w)}: {text} (traceback in log)")
         else:
             self._fault(w, f"protocol error: unexpected {kind!r} while {self._activity(w)}")
+
+    def _on_env_error(self, w: _Proc, message: bytes) -> None:
+        """The env's own code raised in a command: keep the worker, hold the error for the
+        caller, and restart the command's envs' episodes on their next command."""
+        command = w.inflight.popleft()
+        w.deadline = time.monotonic() + w.inflight[0].timeout_s if w.inflight else float("inf")
+        env_id, payload, summary, text = pickle.loads(message[1:])
+        err: BaseException | None = None
+        if payload is not None:
+            try:
+                err = pickle.loads(payload)
+            except Exception:  # its class does not import here
+                err = None
+        if not isinstance(err, BaseException):
+            err = RuntimeError(summary)
+        doing = "resetting" if command.kind == "reset" else "stepping"
+        err.add_note(
+            f"raised by env {env_id} while {doing} in bridge {w.describe()}; the worker keeps "
+            f"running. Worker traceback (also in {w.log_path}):\n{text.rstrip()}"
+        )
+        for i in command.env_ids:
+            env = self._envs[i]
+            env.phase, env.owed, env.lost = _IDLE, None, True
+            env.faults = [f"env {env_id} raised {summary} (re-raised to the caller); episode reset"]
+        if self._env_error is None:
+            self._env_error = err
+
+    def _raise_env_error(self, drop: list[int]) -> None:
+        """Raise an env's pending exception; results of ``drop`` that arrived are discarded."""
+        err = self._env_error
+        if err is None:
+            return
+        self._env_error = None
+        for i in drop:
+            if i in self._ready:
+                self._ready.pop(i)
+                self._envs[i].phase = _IDLE
+        raise err
 
     def _on_built(self, w: _Proc, specs: list[tuple[gym.Space, gym.Space, dict]]) -> None:
         for env_id, (obs_space, act_space, metadata) in zip(w.env_ids, specs, strict=True):
@@ -561,7 +625,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
 
     def _pump(self, done: Callable[[], bool]) -> None:
         """Process worker messages and deadlines until ``done()``; every wait is bounded."""
-        while not done():
+        while not done() and self._env_error is None:
             busy = [w for w in self._workers if w.expecting()]
             if not busy:
                 raise RuntimeError(
@@ -732,6 +796,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._check_open()
         ids = self._normalize_ids(env_ids)
         self._require_idle(ids, "send()")
+        actions = self._check_actions(actions, ids)
         rows = slice(None) if ids is self._all_ids else np.asarray(ids, dtype=np.int64)
         shm.write_batch(self._action_views, self._layout.action.structure, rows, actions)
         self._dispatch(ids)
@@ -744,6 +809,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         """
         self._check_open()
         self._pump(lambda: len(self._ready) >= self.batch_size)
+        self._raise_env_error(drop=[])
         ids = list(self._ready)[: self.batch_size]
         obs, rewards, terminated, truncated, infos = self._take(ids)
         infos["env_id"] = np.asarray(ids, dtype=np.int64)
@@ -751,15 +817,24 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
 
     # ------------------------------------------------------------------ Gymnasium API
 
+    def _check_actions(self, actions: Any, ids: list[int]) -> Any:
+        space = self.single_action_space
+        if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+            where = f"actions for env ids {list(ids)}"
+            return check_action(space, actions, batch=len(ids), where=where)
+        return actions
+
     def _start_resets(self, seed: int | Sequence[int] | None, options: dict | None) -> None:
         ids = self._all_ids
         if seed is None:
             seeds: list[int | None] = [None] * len(ids)
-        elif isinstance(seed, int | np.integer):
+        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            check_seed(seed)
+            check_seed(int(seed) + len(ids) - 1, f"seed + {len(ids) - 1} (the last env's seed)")
             self._base_seed = int(seed)
             seeds = [int(seed) + i for i in ids]
         else:
-            seeds = [None if s is None else int(s) for s in seed]
+            seeds = [None if s is None else check_seed(s, "each seed") for s in seed]
             if len(seeds) != len(ids):
                 raise ValueError(f"got {len(seeds)} seeds for {len(ids)} envs")
             self._base_seed = seeds[0]
@@ -785,6 +860,7 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
             self._envs[env_id].phase = _IDLE
         self._start_resets(seed, options)
         self._wait_workers(self._workers)
+        self._raise_env_error(drop=self._all_ids)
         obs, _, _, _, infos = self._take(self._all_ids, self.copy)
         return obs, infos
 
@@ -793,8 +869,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._check_open()
         ids = self._all_ids
         self._require_idle(ids, "step()")
+        actions = self._check_actions(actions, ids)
         shm.write_batch(self._action_views, self._layout.action.structure, slice(None), actions)
         self._wait_workers(self._dispatch(ids))
+        self._raise_env_error(drop=ids)
         return self._take(ids, self.copy)
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -835,6 +913,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         if self._buffer_fd >= 0:
             os.close(self._buffer_fd)
             self._buffer_fd = -1
+        if self._own_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def close(self, **kwargs: Any) -> None:
         if self.closed:
@@ -844,6 +924,12 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         finally:
             self.closed = True
             _LIVE_ENVS.discard(self)
+
+    def __enter__(self) -> ProcessVectorEnv:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     def __del__(self) -> None:
         # ``closed`` is a VectorEnv class attribute: check that __init__ got as far as workers.

@@ -18,7 +18,14 @@ parent -> worker                                   worker -> parent
        this worker's without ids) with the actions
        in their shared-memory rows
   b"C"  close                                        (exits)
-                                                     b"E" + "Type: message": an env raised
+                                                     b"X" + pickle((env_id, pickled exception
+                                                            or None, summary, traceback)): an
+                                                            env's reset/step raised; the worker
+                                                            keeps serving (an exception with a
+                                                            true ``restart_worker`` attribute is
+                                                            a simulator fault: b"E" and exit)
+                                                     b"E" + "Type: message": the worker failed
+                                                            (e.g. building an env) and exits
 One answer per command, in order. Observations, actions, rewards and flags live in shared memory;
 only non-empty infos are pickled.
 """
@@ -40,8 +47,9 @@ import time
 import traceback
 from typing import Any
 
-# Parent-death detection: a poll of getppid() (works from any parent thread) plus PR_SET_PDEATHSIG
-# (fires even while this process is busy in C code).
+# Parent-death detection: PR_SET_PDEATHSIG with SIGKILL (fires even while this process is busy in
+# C code holding the GIL), a watchdog process that then kills the worker's group (a JVM it
+# launched), and a poll of getppid() in a thread (works from any parent thread).
 _WATCHDOG_PERIOD_S = 0.2
 _PR_SET_PDEATHSIG = 1
 ENV_ID_VARIABLE = "MINECLIP_BRIDGE_ENV_ID"
@@ -71,14 +79,46 @@ def _kill_own_group_and_exit(*_: Any) -> None:
         os._exit(1)
 
 
-def _arm_parent_death(parent_pid: int, use_pdeathsig: bool) -> None:
+def _parent_of(pid: int) -> int:
+    """The parent pid of ``pid`` from /proc (raises OSError once ``pid`` is gone)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def _start_watchdog_process(parent_pid: int, close_fd: int) -> None:
+    """Fork a watchdog that SIGKILLs this worker's process group once the worker or its parent is
+    gone. A separate process is independent of this one's GIL and threads: it acts even while
+    the worker is stuck in a C call, and it takes down what the worker launched (a JVM) after
+    the kernel's death signal has killed the worker itself."""
+    worker_pid = os.getpid()
+    if os.getpgid(0) != worker_pid or not os.path.exists(f"/proc/{worker_pid}/stat"):
+        return  # not leading our own group (or no /proc): the parent's killpg covers it
+    if os.fork() != 0:
+        return
+    try:  # the watchdog: hold no socket end (the parent must see EOF when the worker dies)
+        os.close(close_fd)
+        while os.getppid() == worker_pid and _parent_of(worker_pid) == parent_pid:
+            time.sleep(_WATCHDOG_PERIOD_S)
+    except BaseException:
+        pass
+    finally:
+        try:
+            os.killpg(worker_pid, signal.SIGKILL)  # the worker's group, this watchdog included
+        finally:
+            os._exit(0)
+
+
+def _arm_parent_death(parent_pid: int, use_pdeathsig: bool, socket_fd: int) -> None:
     if use_pdeathsig and sys.platform.startswith("linux"):
         try:
+            # SIGKILL, not a Python handler: a handler only runs between bytecodes, so a worker
+            # inside a long C call holding the GIL would outlive its parent by that call.
             libc = ctypes.CDLL(None, use_errno=True)
-            signal.signal(signal.SIGTERM, _kill_own_group_and_exit)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
-            pass  # the polling watchdog below still covers it
+            pass  # the watchdogs below still cover it
+    if sys.platform.startswith("linux"):
+        _start_watchdog_process(parent_pid, socket_fd)
 
     def watch() -> None:
         while True:
@@ -134,6 +174,7 @@ class _Worker:
         self.by_id: dict[int, _Hosted] = {}
         self.max_episode_steps: int | None = None
         self.same_step = False
+        self.current_env_id = -1  # the env being reset or stepped (named in error reports)
 
     def serve(self) -> None:
         recv = self.conn.recv
@@ -143,16 +184,24 @@ class _Worker:
             except (EOFError, OSError):
                 return  # the parent went away
             command = message[:1]
-            if command == b"S":
-                if len(message) == 1:
-                    self.step(self.hosted)
-                else:
-                    ids = array.array("H")
-                    ids.frombytes(message[1:])
-                    self.step([self.by_id[i] for i in ids])
-            elif command == b"R":
-                self.reset(pickle.loads(message[1:]))
-            elif command == b"I":
+            try:
+                if command == b"S":
+                    if len(message) == 1:
+                        self.step(self.hosted)
+                    else:
+                        ids = array.array("H")
+                        ids.frombytes(message[1:])
+                        self.step([self.by_id[i] for i in ids])
+                elif command == b"R":
+                    self.reset(pickle.loads(message[1:]))
+            except Exception as err:
+                if getattr(err, "restart_worker", False):
+                    raise  # a simulator fault (e.g. the JVM died): exit, the parent restarts us
+                self._report_env_error(err)  # the env's own code raised: the caller's to see
+                continue
+            if command in (b"S", b"R"):
+                continue
+            if command == b"I":
                 self.init(pickle.loads(message[1:]))
             elif command == b"M":
                 self.attach(pickle.loads(message[1:]))
@@ -192,6 +241,19 @@ class _Worker:
         self.write_final = self.shm.row_writer(self.final_views, layout.obs.structure)
         self.conn.send(b"A")
 
+    def _report_env_error(self, err: Exception) -> None:
+        """Answer the command with the env's exception (b"X"); this worker keeps serving."""
+        text = traceback.format_exc()
+        print(text, file=sys.stderr, flush=True)
+        summary = "".join(traceback.format_exception_only(err)).strip()
+        try:
+            payload = pickle.dumps(err, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.loads(payload)  # some exceptions pickle but do not unpickle
+        except Exception:
+            payload = None
+        record = (self.current_env_id, payload, summary, text)
+        self.conn.send(b"X" + pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
+
     def _reply(self, extras: dict[int, tuple] | None) -> None:
         if not extras:
             self.conn.send(b"D")
@@ -202,6 +264,7 @@ class _Worker:
         extras: dict[int, tuple] = {}
         for env_id, seed, options, after_fault in items:
             hosted = self.by_id[env_id]
+            self.current_env_id = env_id
             obs, info = hosted.env.reset(seed=seed, options=options)
             hosted.episode_steps = 0
             hosted.needs_reset = False
@@ -218,6 +281,7 @@ class _Worker:
         max_steps = self.max_episode_steps
         for hosted in hosted_envs:
             i = hosted.env_id
+            self.current_env_id = i
             if hosted.skip_next_step or hosted.needs_reset:
                 # NEXT_STEP autoreset: this step's action is ignored and a fresh episode's first
                 # observation comes back with zero reward.
@@ -262,7 +326,7 @@ class _Worker:
 
 def main(argv: list[str]) -> int:
     fd, index, parent_pid, use_pdeathsig = int(argv[1]), int(argv[2]), int(argv[3]), argv[4]
-    _arm_parent_death(parent_pid, use_pdeathsig == "1")
+    _arm_parent_death(parent_pid, use_pdeathsig == "1", fd)
     conn = _load_sibling("channel").Channel(socket.socket(fileno=fd))
     shm = _load_sibling("shm")
     worker = _Worker(conn, index, shm)

@@ -6,6 +6,11 @@ all envs in one jitted, vmapped call (no subprocesses) and auto-resets finished 
 step (Gymnasium's ``AutoresetMode.SAME_STEP``): the returned observation of a finished env is the
 first of its next episode, and ``infos["final_obs"]`` / ``infos["final_info"]`` hold the last
 observation and info of the finished episode (masked by ``infos["_final_obs"]``).
+
+Actions are checked on the host before stepping (``envs.checks.check_action``): a float, NaN or
+out-of-range component raises an error naming the component, its range and the value. The
+functional ``step`` itself clips (it cannot raise inside ``jit``); ``validate_actions=False``
+skips the host check where actions come from a trusted policy.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs import spaces
+from envs.checks import check_action, check_seed
 from envs.tasks.spec import TaskSpec
 from envs.voxel import env as E
 from envs.voxel import parallel
@@ -72,8 +78,11 @@ class VoxelEnv(gym.Env):
         params: VoxelParams | None = None,
         seed: int = 0,
         render_mode: str | None = None,
+        validate_actions: bool = True,
     ):
+        seed = check_seed(seed)
         self.spec_task = task
+        self.validate_actions = validate_actions  # refuse invalid actions (False: clip, no check)
         self.static = static or VoxelStaticConfig()
         self.params = params if params is not None else E.make_params(task, self.static, seed=seed)
         self.observation_space = spaces.observation_space(
@@ -88,6 +97,8 @@ class VoxelEnv(gym.Env):
         self._state = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None:
+            seed = check_seed(seed)
         super().reset(seed=seed)
         if seed is not None:
             self._key = jax.random.key(seed)
@@ -98,6 +109,8 @@ class VoxelEnv(gym.Env):
     def step(self, action):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
+        if self.validate_actions:
+            action = check_action(self.action_space, action, names=spaces.ACTION_COMPONENTS)
         action = np.asarray(action)
         if action.shape != (8,):
             raise ValueError(
@@ -145,7 +158,10 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         params: VoxelParams | None = None,
         seed: int = 0,
         devices: int | None = None,
+        validate_actions: bool = True,
     ):
+        seed = check_seed(seed)
+        self.validate_actions = validate_actions  # refuse invalid actions (False: clip, no check)
         if num_envs <= 0:
             raise ValueError(f"num_envs must be positive, got {num_envs}")
         if devices is not None and devices < 1:
@@ -173,7 +189,7 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
-            self._key = jax.random.key(seed)
+            self._key = jax.random.key(check_seed(seed))
         self._key, k = jax.random.split(self._key)
         obs, self._states = _reset_batch(
             jax.random.split(k, self.num_envs), self.params, self.static
@@ -185,6 +201,11 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
     def step(self, actions):
         if self._states is None:
             raise RuntimeError("call reset() before step()")
+        if self.validate_actions:
+            actions = check_action(
+                self.single_action_space, actions, batch=self.num_envs,
+                names=spaces.ACTION_COMPONENTS,
+            )  # fmt: skip
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, 8):
             raise ValueError(f"actions must have shape ({self.num_envs}, 8), got {actions.shape}")

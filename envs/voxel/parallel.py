@@ -33,6 +33,13 @@ from envs.voxel.state import VoxelStaticConfig
 AXIS = "envs"
 
 
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def use_cpu_cores(num_cores: int | None = None) -> int:
     """Expose `num_cores` CPU cores (default: all of this process's) as JAX CPU devices.
 
@@ -40,8 +47,7 @@ def use_cpu_cores(num_cores: int | None = None) -> int:
     the default backend: on a GPU/TPU machine ``jax.devices()`` still lists the accelerators.
     Returns the number of CPU devices requested."""
     if num_cores is None:
-        num_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        num_cores = num_cores or os.cpu_count() or 1
+        num_cores = available_cores()
     if num_cores < 1:
         raise ValueError(f"num_cores must be >= 1, got {num_cores}")
     try:

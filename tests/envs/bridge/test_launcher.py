@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -72,6 +73,29 @@ def test_wrong_java_version_and_missing_xvfb(tmp_path, fake_jar, fake_java, monk
     monkeypatch.setenv("PATH", os.path.dirname(fake_java))  # no xvfb-run on this PATH
     with pytest.raises(launcher.LaunchError, match="apt-get install xvfb"):
         launcher.launch(launcher.LaunchConfig(jar=fake_jar, java=fake_java), str(tmp_path / "r"))
+
+
+def test_minedojo_vector_checks_java_and_jar_before_spawning(tmp_path, fake_jar, monkeypatch):
+    from envs.bridge import minedojo, vector
+
+    java17 = _script(
+        tmp_path / "java17", "echo 'openjdk version \"17.0.9\" 2023-10-17' >&2; exit 0"
+    )
+    spawned = []
+    monkeypatch.setattr(vector.ProcessVectorEnv, "__init__", lambda *a, **k: spawned.append(a))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    os.makedirs(tmp_path / "tmp")
+    with pytest.raises(launcher.LaunchError, match="Java 17.*Java 8 only"):
+        minedojo.make_minedojo_vector("harvest_1_log", 2, jar=fake_jar, java=java17)
+    unreadable = tmp_path / "locked.jar"
+    unreadable.write_bytes(b"PK")
+    unreadable.chmod(0)
+    if not os.access(unreadable, os.R_OK):  # root reads anything: then only the Java check runs
+        with pytest.raises(launcher.LaunchError, match="not readable"):
+            minedojo.make_minedojo_vector("harvest_1_log", 2, jar=str(unreadable), java=java17)
+    with pytest.raises(launcher.LaunchError, match="jar not found"):
+        minedojo.make_minedojo_vector("harvest_1_log", 2, jar=str(tmp_path / "nope.jar"))
+    assert not spawned and not os.listdir(tmp_path / "tmp")  # no workers, no run dir left
 
 
 def test_launch_ready_from_log_then_stop(tmp_path, fake_jar, fake_java):

@@ -192,6 +192,24 @@ def test_env_reward_success_extra_ticks_and_masks():
             env.close()
 
 
+def test_env_refuses_float_and_out_of_range_actions_before_minecraft():
+    with FakeMalmoServer() as server:
+        env = MineDojoEnv("harvest_1_log", malmo_port=server.port, height=8, width=8)
+        try:
+            env.reset(seed=0)
+            sent = len(server.commands)
+            with pytest.raises(TypeError, match=r"integers.*'move' \(component 0\)"):
+                env.step(_noop().astype(np.float64) + 0.5)  # was cast to a valid action
+            bad = _noop()
+            bad[4] = 25
+            with pytest.raises(ValueError, match=r"'yaw' \(component 4\) must be in \[0, 24\]"):
+                env.step(bad)
+            assert len(server.commands) == sent  # nothing reached Minecraft
+            env.step(_noop())
+        finally:
+            env.close()
+
+
 def test_creative_success_is_reported_but_does_not_end_the_episode():
     def dig(world):
         world.pos[1] = 60.0  # 4 blocks below the start: dig_hole's depth check passes

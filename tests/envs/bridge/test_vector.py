@@ -159,7 +159,7 @@ def test_async_api_returns_fastest_first_and_loses_nothing():
 
 
 def test_faults_crash_hang_raise_are_truncated_and_others_kept(tmp_path):
-    faults = {1: ("crash", 3), 2: ("hang", 3), 3: ("raise", 3)}
+    faults = {1: ("crash", 3), 2: ("hang", 3), 3: ("kill", 3)}
     env = ProcessVectorEnv(
         COUNTER,
         4,
@@ -182,7 +182,7 @@ def test_faults_crash_hang_raise_are_truncated_and_others_kept(tmp_path):
         np.testing.assert_array_equal(info["_bridge_fault"], [False, True, True, True])
         assert "exited with code 17" in info["bridge_fault"][1]
         assert "no answer within 2 s while stepping" in info["bridge_fault"][2]
-        assert "RuntimeError: injected failure in env 3" in info["bridge_fault"][3]
+        assert "killed by SIGKILL while stepping" in info["bridge_fault"][3]
         pids_after = env.worker_pids
         assert pids_after[0] == pids_before[0]
         assert all(pids_after[i] != pids_before[i] for i in (1, 2, 3))
@@ -308,3 +308,110 @@ def test_workers_die_when_parent_is_killed():
         parent.wait(timeout=10)
         parent.stdout.close()
     assert wait_all_dead(pids, 10.0) == []
+
+
+_GIL_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from envs.bridge import ProcessVectorEnv
+    env = ProcessVectorEnv("envs.bridge.testing:faulty_env", 1, step_faults={{0: ("gil", 1)}},
+                           timeout_s=120)
+    env.reset()
+    env.send([0], [0])  # the worker now sits 60 s in a C call holding its GIL
+    time.sleep(1.0)
+    print(env.worker_pids[0], flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def test_worker_dies_with_parent_even_inside_a_gil_holding_c_call():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _GIL_SCRIPT.format(root=os.path.abspath(root))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ready, _, _ = select.select([parent.stdout], [], [], 60.0)
+        assert ready, "the parent script did not start its worker within 60 s"
+        pid = int(parent.stdout.readline())
+        assert is_alive(pid)
+    finally:
+        parent.kill()
+        parent.wait(timeout=10)
+        parent.stdout.close()
+    # A Python SIGTERM handler would wait for the 60 s call to return; SIGKILL does not.
+    assert wait_all_dead([pid], 5.0) == []
+
+
+def test_env_exception_is_reraised_in_the_parent_not_a_crash():
+    with ProcessVectorEnv(COUNTER, 2, step_faults={1: ("raise", 2)}, timeout_s=30) as env:
+        env.reset(seed=0)
+        pids = env.worker_pids
+        env.step(np.ones(2, np.int64))
+        with pytest.raises(RuntimeError, match="injected failure in env 1") as caught:
+            env.step(np.ones(2, np.int64))
+        assert any("raised by env 1 while stepping" in n for n in caught.value.__notes__)
+        assert env.worker_pids == pids and env.restart_counts == [0, 0]  # no restart
+        # The failed env restarts its episode on its next step; the other one goes on.
+        obs, rew, term, trunc, info = env.step(np.ones(2, np.int64))
+        np.testing.assert_array_equal(trunc, [False, True])
+        assert "raised RuntimeError: injected failure in env 1" in info["bridge_fault"][1]
+        np.testing.assert_array_equal(obs[:, 1], [3, 0])  # env 0's step 2 result was dropped
+
+
+def test_invalid_actions_and_seeds_are_refused_in_the_parent():
+    with ProcessVectorEnv(COUNTER, 2, timeout_s=30) as env:
+        env.reset(seed=0)
+        pids = env.worker_pids
+        with pytest.raises(
+            ValueError, match=r"env ids \[0, 1\]: component 0 of env 1 must be in \[0, 2\], got 7"
+        ):
+            env.step(np.array([0, 7]))
+        with pytest.raises(TypeError, match="must be integers.*float"):
+            env.step(np.array([0.0, 1.0]))  # floats are refused, not cast
+        with pytest.raises(ValueError, match="shape"):
+            env.send(np.zeros(3, np.int64))
+        with pytest.raises(ValueError, match=r"seed must be in \[0, 4294967295\], got -5"):
+            env.reset(seed=-5)
+        with pytest.raises(ValueError, match="the last env's seed"):
+            env.reset(seed=2**32 - 1)
+        with pytest.raises(ValueError, match="each seed"):
+            env.reset(seed=[1, -1])
+        # Nothing reached the workers: same processes, still usable.
+        obs, *_ = env.step(np.array([1, 2]))
+        np.testing.assert_array_equal(obs[:, 2], [1, 2])
+        assert env.worker_pids == pids and env.restart_counts == [0, 0]
+
+
+@pytest.mark.parametrize("name", ["timeout_s", "reset_timeout_s", "startup_timeout_s"])
+@pytest.mark.parametrize("value", [0, -1.0, float("nan")])
+def test_non_positive_timeouts_are_refused(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a positive number of seconds"):
+        ProcessVectorEnv(COUNTER, 1, **{name: value})
+
+
+def test_worker_killed_while_idle_is_reported_as_idle():
+    with ProcessVectorEnv(COUNTER, 2, timeout_s=30) as env:
+        env.reset(seed=0)
+        victim = env.worker_pids[1]
+        os.kill(victim, signal.SIGKILL)
+        assert wait_all_dead([victim], 5.0) == []  # dead (a zombie) before the next command
+        obs, rew, term, trunc, info = env.step(np.ones(2, np.int64))
+        assert trunc.tolist() == [False, True]
+        assert "killed by SIGKILL while idle" in info["bridge_fault"][1]
+        assert "while stepping" not in info["bridge_fault"][1]
+
+
+def test_context_manager_closes_and_removes_its_own_log_dir(tmp_path):
+    with ProcessVectorEnv(COUNTER, 1) as env:
+        own = env.log_dir
+        pid = env.worker_pids[0]
+        assert os.path.isdir(own)
+    assert env.closed and not os.path.exists(own) and wait_all_dead([pid], 5.0) == []
+    kept = tmp_path / "logs"
+    with ProcessVectorEnv(COUNTER, 1, log_dir=str(kept)):
+        pass
+    assert (kept / "worker-0.log").exists()  # a log dir the user named is kept

@@ -126,7 +126,7 @@ def test_copy_false_returns_views_valid_until_next_step():
 def test_worker_faults_truncate_all_its_envs_others_kept(tmp_path):
     # Workers host [0, 1] (clean), [2, 3] (env 3 crashes), [4, 5] (env 4 hangs), [6, 7] (env 7
     # raises), all at their 3rd step.
-    faults = {3: ("crash", 3), 4: ("hang", 3), 7: ("raise", 3)}
+    faults = {3: ("crash", 3), 4: ("hang", 3), 7: ("kill", 3)}
     env = ProcessVectorEnv(
         COUNTER,
         8,
@@ -154,7 +154,7 @@ def test_worker_faults_truncate_all_its_envs_others_kept(tmp_path):
         for i in (4, 5):
             assert "no answer within 2 s while stepping" in info["bridge_fault"][i]  # 2 envs x 1 s
         for i in (6, 7):
-            assert "RuntimeError: injected failure in env 7" in info["bridge_fault"][i]
+            assert "killed by SIGKILL while stepping" in info["bridge_fault"][i]
         after = env.worker_pids
         assert after[:2] == before[:2]
         assert all(after[i] != before[i] for i in range(2, 8))
@@ -316,7 +316,7 @@ def test_wrong_action_batch_is_refused_with_the_env_ids():
     env = ProcessVectorEnv(COUNTER, 3, envs_per_worker=2)
     try:
         env.reset(seed=0)
-        with pytest.raises(ValueError, match=r"does not fit \[3, \*\(\)\].*env ids \[0, 1, 2\]"):
+        with pytest.raises(ValueError, match=r"env ids \[0, 1, 2\] must have shape \(3,\)"):
             env.step(np.zeros(2, np.int64))
         with pytest.raises(ValueError, match=r"env ids \[1, 2\]"):
             env.send(np.zeros(3, np.int64), [1, 2])

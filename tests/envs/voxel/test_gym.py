@@ -54,6 +54,58 @@ def test_bad_actions_and_kwargs_raise(env):
         envs.make("fly to the moon with a rocket made of dirt blocks")
 
 
+def _with(component: int, value, dtype=np.int64):
+    a = spaces.NOOP_ACTION.astype(dtype)
+    a[component] = value
+    return a
+
+
+# (action, error, message): each was clipped into another valid action before.
+BAD_ACTIONS = [
+    (_with(4, -1), ValueError, r"'yaw' \(component 4\) must be in \[0, 24\], got -1"),
+    (_with(3, 99), ValueError, r"'pitch' \(component 3\) must be in \[0, 24\], got 99"),
+    (_with(7, 2**40), ValueError, r"'slot_arg' \(component 7\) must be in \[0, 35\], got 1099511627776"),
+    (_with(3, np.nan, np.float64), TypeError, r"integers.*'pitch' \(component 3\).*\[0, 24\].*nan"),
+    (_with(0, 0.9, np.float64), TypeError, r"integers.*'move' \(component 0\).*\[0, 2\].*0\.9"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("action, error, match", BAD_ACTIONS)
+def test_invalid_actions_are_refused_not_clipped(env, action, error, match):
+    assert not env.action_space.contains(action)
+    env.reset(seed=0)
+    before = env.state
+    with pytest.raises(error, match=match):
+        env.step(action)
+    assert env.state is before  # nothing was stepped
+
+
+def test_vector_env_refuses_invalid_actions_and_can_skip_the_check():
+    vec = envs.make_vector("hunt a cow", 2, **SMALL)
+    vec.reset(seed=0)
+    for action, error, match in BAD_ACTIONS:
+        actions = np.stack([spaces.NOOP_ACTION.astype(action.dtype), action])
+        with pytest.raises(error, match=match.replace("must be", "of env 1 must be")
+                           if error is ValueError else match):  # fmt: skip
+            vec.step(actions)
+    trusted = envs.make_vector("hunt a cow", 2, validate_actions=False, **SMALL)
+    trusted.reset(seed=0)
+    trusted.step(np.stack([spaces.NOOP_ACTION, _with(4, 99)]))  # clipped inside jit, no error
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 99999999999999999999])
+def test_out_of_range_seeds_are_refused(seed):
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 4294967295\]"):
+        envs.make("hunt a cow", seed=seed, **SMALL)
+    with pytest.raises(ValueError, match="seed must be in"):
+        envs.make_vector("hunt a cow", 2, seed=seed, **SMALL)
+
+
+def test_reset_refuses_a_negative_seed(env):
+    with pytest.raises(ValueError, match="seed must be in"):
+        env.reset(seed=-5)
+
+
 def test_compact_actions_wrapper(env):
     w = wrappers.CompactActions(env)
     assert w.action_space == gym.spaces.Discrete(89)
