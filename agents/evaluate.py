@@ -23,6 +23,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agents.episodes import step_episodes
+from agents.video import write_video
+
 # (batched obs, rng, is_first [N]: the obs starts an episode) -> actions [N, 8]
 Policy = Callable[[Mapping[str, np.ndarray], np.random.Generator, np.ndarray], np.ndarray]
 FrameFeatures = Callable[[np.ndarray], np.ndarray]  # uint8 [N, H, W, 3] -> f32 [N, D]
@@ -137,7 +140,7 @@ def run_episodes(
     obs, _ = env.reset(seed=seed)
     done_count = [0] * num_envs
     returns = np.zeros(num_envs)
-    lengths = np.zeros(num_envs, int)
+    lengths = np.zeros(num_envs, np.int64)
     skip_step = np.zeros(num_envs, bool)  # next_step mode: this step only resets the env
     frames: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
     features: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
@@ -167,9 +170,10 @@ def run_episodes(
         actions = policy(obs, rng, is_first)
         obs, reward, terminated, truncated, info = env.step(actions)
         active = ~skip_step
-        returns += np.where(active, np.asarray(reward, float), 0.0)
-        lengths += active
         finished = active & (np.asarray(terminated) | np.asarray(truncated))
+        returns, lengths, ended = step_episodes(
+            returns, lengths, np.asarray(reward, float), finished, active
+        )
         if mode == "samestep" and finished.any():
             final_info = info.get("final_info", info)
             success = _info_flags(final_info, "success", num_envs)
@@ -182,15 +186,14 @@ def run_episodes(
                     EpisodeRecord(
                         env_index=int(i),
                         success=bool(success[i]),
-                        episode_return=float(returns[i]),
-                        length=int(lengths[i]),
+                        episode_return=float(ended["return"][i]),
+                        length=int(ended["length"][i]),
                         frames=np.stack(frames[i]) if keep_video and frames[i] else None,
                         features=np.stack(features[i]) if features[i] else None,
                     )
                 )
                 recorded += keep_video
                 done_count[i] += 1
-            returns[i], lengths[i] = 0.0, 0
             frames[i], features[i] = [], []
         # next_step mode: a step that only reset an env returns that episode's first obs
         is_first = skip_step.copy() if mode == "nextstep" else finished
@@ -199,30 +202,6 @@ def run_episodes(
         # next_step mode it is the terminal obs and the reset obs comes on the next step.
         observe(obs, ~finished if mode == "nextstep" else np.ones(num_envs, bool))
     return records
-
-
-def write_video(frames: np.ndarray, path: str | os.PathLike, fps: int = 20) -> Path:
-    """Write uint8 ``[T, H, W, 3]`` frames as an H.264 MP4 (MPEG-4 Part 2 if x264 is missing)."""
-    import av
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frames = np.asarray(frames, np.uint8)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise ValueError(f"frames must be uint8 [T, H, W, 3], got shape {frames.shape}")
-    # yuv420p needs even sizes; crop a trailing row/column rather than rescale.
-    height, width = frames.shape[1] // 2 * 2, frames.shape[2] // 2 * 2
-    codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
-    with av.open(str(path), mode="w") as container:
-        stream = container.add_stream(codec, rate=fps)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for frame in frames:
-            packet_frame = av.VideoFrame.from_ndarray(
-                np.ascontiguousarray(frame[:height, :width]), format="rgb24"
-            )
-            container.mux(stream.encode(packet_frame))
-        container.mux(stream.encode())
-    return path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,8 +227,9 @@ def random_policy(single_action_space, num_envs: int) -> Policy:
 
 
 def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) -> Policy:
-    """Adapt ``agents.ppo.load_policy``'s ``policy_fn`` to the evaluator: feed back the previous
-    policy action (zeros at episode starts) and the index of ``task_id`` among the run's tasks."""
+    """Adapt ``agents.checkpoints.load_policy``'s ``policy_fn`` to the evaluator: feed back the
+    previous policy action (the no-op at episode starts, as in training) and the index of
+    ``task_id`` among the run's tasks."""
     import jax
 
     names = tuple(info.get("task_names", ()))
@@ -268,7 +248,8 @@ def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) 
         state["key"], key = jax.random.split(state["key"])
         prev = state["prev"]
         if prev is not None:
-            prev = np.where(np.asarray(is_first)[:, None], 0, prev)
+            noop = np.asarray(info.get("noop_action", 0))
+            prev = np.where(np.asarray(is_first)[:, None], noop, prev)
         num_envs = len(is_first)
         actions = policy_fn(
             key, obs, prev_action=prev, task_id=np.full((num_envs,), index, np.int32)
@@ -280,18 +261,42 @@ def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) 
 
 
 def load_ppo_run(policy: str) -> tuple[Callable, Mapping]:
-    """``agents.ppo.load_policy`` on a run directory, with errors that say what is wrong."""
+    """``agents.checkpoints.load_policy`` on a run directory, with errors that say what is wrong."""
+    from agents.checkpoints import load_policy
+
     if not Path(policy).expanduser().exists():
         raise FileNotFoundError(
             f"policy {policy!r} is neither 'random' nor an existing PPO run directory"
         )
-    try:
-        from agents.ppo import load_policy as load_ppo_policy
-    except ImportError as err:
-        raise ImportError(
-            f"cannot load the PPO policy in {policy!r}: agents.ppo.load_policy is unavailable ({err})"
-        ) from err
-    return load_ppo_policy(Path(policy).expanduser())
+    return load_policy(Path(policy).expanduser())
+
+
+POLICY_SHAPE_OPTIONS = ("height", "width", "render")
+"""Env options a trained policy's input shapes depend on: an override is refused."""
+
+
+def run_env_options(policy: str, backend: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The env options of the run a policy was trained in (``config.json``: frame size,
+    rendering, world size and pool, episode limit, action repeat; frame size alone on MineDojo),
+    under ``overrides`` (``--env-options``); an override of what the policy's inputs depend on
+    is refused with the trained value."""
+    from agents import adapters
+    from agents.checkpoints import load_config
+
+    if policy == "random":
+        return dict(overrides)
+    run_cfg = load_config(Path(policy).expanduser())
+    trained = adapters.voxel_env_kwargs(run_cfg)
+    if backend != "voxel":
+        trained = {k: trained[k] for k in ("height", "width")}
+    for key in POLICY_SHAPE_OPTIONS:
+        if key in overrides and key in trained and overrides[key] != trained[key]:
+            raise ValueError(
+                f"env option {key}={overrides[key]!r} does not fit the policy in {policy!r}, "
+                f"trained with {key}={trained[key]!r}; drop the option (the run's config.json "
+                "sets it)"
+            )
+    return {**trained, **overrides}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,9 +459,12 @@ def evaluate_task(
     if cfg.max_steps is not None:
         spec = dataclasses.replace(spec, max_steps=cfg.max_steps)
     num_envs = min(cfg.num_envs, cfg.episodes)
-    env = envs.make_vector(
-        spec, num_envs, backend=cfg.backend, **parse_env_options(cfg.env_options)
-    )
+    options = run_env_options(cfg.policy, cfg.backend, parse_env_options(cfg.env_options))
+    if cfg.max_steps is not None:  # the evaluator's limit wins over the run's
+        options["max_steps"] = cfg.max_steps
+    elif "max_steps" in options and options["max_steps"] is None:
+        del options["max_steps"]
+    env = envs.make_vector(spec, num_envs, backend=cfg.backend, **options)
     try:
         policy = policy_for(env, spec, seed)
         records = run_episodes(

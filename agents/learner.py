@@ -1,12 +1,18 @@
 """The jitted, data-parallel PPO + self-imitation learner (Anakin driver over a JAX env).
 
-purejaxrl structure, `make_learner(cfg, env, network)` returns pure functions:
+purejaxrl structure, `Learner(cfg, env, network)` holds pure functions of (runner, hp):
 
-    init(key) -> Runner                      # params, Adam states, env states, SI buffer, RNG ...
-    iteration(runner) -> (runner, metrics)   # rollout (lax.scan over time, vmapped env) + GAE +
-                                             # PPO epochs x minibatches (nested lax.scan); one jit
-    si_phase(runner) -> (runner, metrics)    # self-imitation: BC on prioritised buffer samples
-    ppo_update(runner, traj) -> (runner, metrics)   # the update alone (used by the host driver)
+    init(key) -> Runner                          # params, Adam states, env states, SI buffer ...
+    iteration(runner, hp) -> (runner, metrics)   # rollout (lax.scan over time, vmapped env) +
+                                                 # GAE + PPO epochs x minibatches; one jit
+    si_phase(runner, hp) -> (runner, metrics)    # self-imitation: BC on prioritised samples
+    update(runner, traj, hp) -> (runner, metrics)   # the update alone (the host driver's)
+
+The config is split: `LearnerConfig` (static, hashable: everything that sets a shape or a
+branch) is compiled in; `HyperParams` (a pytree of float32 scalars: learning rates, gamma,
+lambda, clips, loss coefficients) is a jit argument, so changing one reuses the program.
+`iteration(..., seeds=True)` runs a runner stacked over a leading seed axis (K independent
+seeds, vmapped, in one program).
 
 All of them are jitted with the runner donated, over a 1-D `jax.sharding.Mesh` axis "data": every
 per-env array (env state, observations, episode stats, trajectories) is sharded along the env
@@ -34,7 +40,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from agents import losses
+from agents import episodes, losses
 from agents import self_imitation as si
 
 
@@ -62,6 +68,7 @@ class JaxEnv:
     num_tasks: int = 1
     task_names: tuple[str, ...] = ("task",)
     task_conditioned: bool = False  # add obs["task_id"] (int32) for the policy
+    noop_action: tuple[int, ...] | None = None  # policy action "do nothing" (default: zeros)
 
 
 @struct.dataclass
@@ -78,6 +85,103 @@ class RewardHooks:
     init: Callable | None = struct.field(pytree_node=False, default=None)
     step: Callable | None = struct.field(pytree_node=False, default=None)
     start: Callable | None = struct.field(pytree_node=False, default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerConfig:
+    """What sets a shape or a branch of the compiled learner (static, hashable): two runs with
+    equal `LearnerConfig`s share one compiled program whatever their `HyperParams`."""
+
+    num_envs: int
+    num_steps: int
+    num_updates: int
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    norm_adv: bool = True
+    anneal_lr: bool = True
+    clip_value: bool = False  # a value-clip range is given (its size is a hyper-parameter)
+    smoothing: bool = False  # the action-smoothing loss is on: minibatches of whole envs
+    smooth_window: int = 4
+    aux: bool = False  # the auxiliary target-prediction loss is on
+    si_steps: int = 4
+    si_batch: int = 4
+    si_capacity: int = 32
+    si_max_len: int = 128
+    si_balance_tasks: bool = True
+    unroll: bool = False
+
+    @classmethod
+    def from_config(cls, cfg) -> LearnerConfig:
+        """From any config carrying the PPO fields (e.g. `agents.ppo.PPOConfig`)."""
+        steps_per_update = cfg.num_envs * cfg.num_steps
+        return cls(
+            num_envs=cfg.num_envs, num_steps=cfg.num_steps,
+            num_updates=max(1, cfg.total_steps // steps_per_update),
+            update_epochs=cfg.update_epochs, num_minibatches=cfg.num_minibatches,
+            norm_adv=bool(cfg.norm_adv), anneal_lr=bool(cfg.anneal_lr),
+            clip_value=cfg.vf_clip is not None, smoothing=cfg.smooth_coef > 0,
+            smooth_window=cfg.smooth_window, aux=getattr(cfg, "aux_coef", 0.0) > 0,
+            si_steps=cfg.si_steps, si_batch=cfg.si_batch, si_capacity=cfg.si_capacity,
+            si_max_len=cfg.si_max_len, si_balance_tasks=bool(cfg.si_balance_tasks),
+            unroll=bool(getattr(cfg, "unroll", False)),
+        )  # fmt: skip
+
+
+HYPER_FIELDS = ("lr", "si_lr", "gamma", "gae_lambda", "clip_eps", "vf_clip", "ent_coef",
+                "vf_coef", "smooth_coef", "max_grad_norm", "aux_coef",
+                "si_unsuccessful_weight", "si_min_return")  # fmt: skip
+
+
+@struct.dataclass
+class HyperParams:
+    """The learner's traced hyper-parameters (float32 scalars, a jit argument): changing one
+    between runs reuses the compiled update. Whether a term is on at all (`vf_clip` given,
+    `smooth_coef` or `aux_coef` > 0) is static (`LearnerConfig`)."""
+
+    lr: jax.Array
+    si_lr: jax.Array
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    clip_eps: jax.Array
+    vf_clip: jax.Array
+    ent_coef: jax.Array
+    vf_coef: jax.Array
+    smooth_coef: jax.Array
+    max_grad_norm: jax.Array
+    aux_coef: jax.Array
+    si_unsuccessful_weight: jax.Array
+    si_min_return: jax.Array
+
+    @classmethod
+    def from_config(cls, cfg) -> HyperParams:
+        def value(name):
+            v = getattr(cfg, name, 0.0)
+            return jnp.asarray(0.0 if v is None else v, jnp.float32)
+
+        return cls(**{name: value(name) for name in HYPER_FIELDS})
+
+
+def adam_init(params):
+    """Adam moments and step count (`optax.scale_by_adam`); the step count drives the annealing."""
+    return _ADAM.init(params)
+
+
+_ADAM = optax.scale_by_adam(eps=1e-5)
+
+
+def adam_step(grads, opt_state, params, lr, max_grad_norm, anneal_steps: int | None = None):
+    """Clip by global norm, Adam, learning rate `lr` (annealed linearly to 0 over `anneal_steps`
+    gradient steps when given): optax's `chain(clip_by_global_norm, adam(linear_schedule))` with
+    the rate and the clip as traced values instead of constants baked into the program."""
+    g_norm = optax.global_norm(grads)
+    keep = g_norm < max_grad_norm
+    grads = jax.tree.map(lambda g: jnp.where(keep, g, g / g_norm * max_grad_norm), grads)
+    if anneal_steps is not None:
+        frac = jnp.clip(opt_state.count.astype(jnp.float32) / anneal_steps, 0.0, 1.0)
+        lr = lr * (1.0 - frac)
+    updates, opt_state = _ADAM.update(grads, opt_state, params)
+    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+    return params, opt_state
 
 
 @struct.dataclass
@@ -124,10 +228,11 @@ def _env_sharded_fields():
             "episode_id", "task_id", "reward_state", "si_store"}  # fmt: skip
 
 
-def runner_shardings(runner: Runner, mesh: Mesh):
-    """NamedSharding tree: per-env fields split along axis 0 over "data", the rest replicated."""
+def runner_shardings(runner: Runner, mesh: Mesh, seeds: bool = False):
+    """NamedSharding tree: per-env fields split along the env axis over "data" (axis 0, or 1
+    behind a leading seed axis with `seeds`), the rest replicated."""
     rep = NamedSharding(mesh, P())
-    env = NamedSharding(mesh, P("data"))
+    env = NamedSharding(mesh, P(None, "data") if seeds else P("data"))
     out = {}
     for f in dataclasses.fields(runner):
         v = getattr(runner, f.name)
@@ -142,13 +247,22 @@ def transition_shardings(traj: Transition, mesh: Mesh):
 
 
 class Learner:
-    """Holds the jitted functions for one (config, env, network, mesh)."""
+    """Holds the jitted functions for one (static config, env, network, mesh).
+
+    `cfg` is any config with the PPO fields (e.g. `agents.ppo.PPOConfig`, or a `LearnerConfig`
+    plus `hp`): it is split at once into `static` (shapes, branches: compiled in) and `hp` (the
+    default `HyperParams`; every entry point also takes its own `hp`, a jit argument)."""
 
     def __init__(self, cfg, env: JaxEnv | None, network: nn.Module, mesh: Mesh | None = None,
                  hooks: RewardHooks | None = None, consts=None,
                  action_dims: tuple[int, ...] | None = None,
-                 num_tasks: int | None = None):  # fmt: skip
-        self.cfg = cfg
+                 num_tasks: int | None = None, hp: HyperParams | None = None,
+                 noop_action: tuple[int, ...] | None = None):  # fmt: skip
+        if isinstance(cfg, LearnerConfig) and hp is None:
+            raise ValueError("Learner(LearnerConfig, ...) needs hp=HyperParams(...) as well")
+        self.static = cfg if isinstance(cfg, LearnerConfig) else LearnerConfig.from_config(cfg)
+        self.hp = hp if hp is not None else HyperParams.from_config(cfg)
+        st = self.static
         self.env = env
         self.network = network
         # Initial action logits of the policy (MineAgent.action_prior): the entropy bonus is
@@ -161,26 +275,24 @@ class Learner:
         self.hooks = hooks or RewardHooks()
         self.action_dims = tuple(action_dims or env.action_dims)
         self.num_tasks = num_tasks or (env.num_tasks if env is not None else 1)
+        noop = noop_action if noop_action is not None else getattr(env, "noop_action", None)
+        # the previous action an episode starts with (the policy's "do nothing", not id 0)
+        self.noop_action = jnp.asarray(
+            noop if noop is not None else (0,) * len(self.action_dims), jnp.int32
+        )
         n_dev = self.mesh.devices.size
-        if cfg.num_envs % n_dev:
+        if st.num_envs % n_dev:
             raise ValueError(
-                f"num_envs={cfg.num_envs} is not a multiple of the {n_dev} devices in the mesh; "
+                f"num_envs={st.num_envs} is not a multiple of the {n_dev} devices in the mesh; "
                 "pass a multiple (or fewer devices)"
             )
-        if cfg.num_envs % cfg.num_minibatches:
+        if st.num_envs % st.num_minibatches:
             raise ValueError(
-                f"num_envs={cfg.num_envs} must be divisible by num_minibatches="
-                f"{cfg.num_minibatches} (minibatches are sets of whole envs)"
+                f"num_envs={st.num_envs} must be divisible by num_minibatches="
+                f"{st.num_minibatches} (minibatches are sets of whole envs)"
             )
-        self.num_updates = max(1, cfg.total_steps // (cfg.num_envs * cfg.num_steps))
-        grad_steps = self.num_updates * cfg.update_epochs * cfg.num_minibatches
-        lr = optax.linear_schedule(cfg.lr, 0.0, grad_steps) if cfg.anneal_lr else cfg.lr
-        self.tx = optax.chain(
-            optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5)
-        )
-        self.si_tx = optax.chain(
-            optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.si_lr, eps=1e-5)
-        )
+        self.num_updates = st.num_updates
+        self.grad_steps = st.num_updates * st.update_epochs * st.num_minibatches
         self.consts = {} if consts is None else consts
         self._jit_cache = {}
 
@@ -216,13 +328,15 @@ class Learner:
         prev = jnp.zeros((obs_batch_leading(obs_batch), k), jnp.int32)
         return self.network.init(key, obs_batch, prev)["params"]
 
-    def init(self, key) -> Runner:
-        """Fresh runner (unsharded; `shard` places it on the mesh)."""
-        cfg, env = self.cfg, self.env
-        n, k = cfg.num_envs, len(self.action_dims)
+    def init(self, key, env_params=None) -> Runner:
+        """Fresh runner (unsharded; `shard` places it on the mesh). `env_params` (default: the
+        env's own) lets K seeds share one learner with their own worlds."""
+        st, env = self.static, self.env
+        env_params = env.params if env_params is None else env_params
+        n, k = st.num_envs, len(self.action_dims)
         k_net, k_env, k_run = jax.random.split(key, 3)
         raw_obs, env_state = jax.vmap(env.reset, in_axes=(0, 0, None))(
-            jax.random.split(k_env, n), env.params, env.static
+            jax.random.split(k_env, n), env_params, env.static
         )
         task_id = jnp.asarray(env.task_ids, jnp.int32)
         obs = self.policy_obs_batch(self.consts, raw_obs, task_id)
@@ -237,19 +351,19 @@ class Learner:
             rstate = self.hooks.start(self.consts, rstate, obs)
         return Runner(
             params=params,
-            opt_state=self.tx.init(params),
-            si_opt_state=self.si_tx.init(params),
-            env_params=jax.tree.map(jnp.array, env.params),  # a copy: the runner is donated
+            opt_state=adam_init(params),
+            si_opt_state=adam_init(params),
+            env_params=jax.tree.map(jnp.array, env_params),  # a copy: the runner is donated
             env_state=env_state,
             obs=obs,
-            prev_action=jnp.zeros((n, k), jnp.int32),
+            prev_action=jnp.tile(self.noop_action, (n, 1)),
             ep_return=jnp.zeros((n,), jnp.float32),
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
             task_id=task_id,
             reward_state=rstate,
-            si_buffer=si.init_buffer(cfg.si_capacity, cfg.si_max_len, obs_one, k),
-            si_store=si.init_store(n, cfg.si_max_len, obs_one, k),
+            si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, obs_one, k),
+            si_store=si.init_store(n, st.si_max_len, obs_one, k),
             key=k_run,
             update_step=jnp.zeros((), jnp.int32),
             env_steps=jnp.zeros((), jnp.int32),
@@ -268,10 +382,11 @@ class Learner:
         return self._jit_cache["init"](key)
 
     # ---------------------------------------------------------------- rollout
-    def rollout(self, runner: Runner, consts):
-        cfg, env = self.cfg, self.env
+    def rollout(self, runner: Runner, consts, hp: HyperParams | None = None):
+        st, env = self.static, self.env
+        hp = self.hp if hp is None else hp
         dims = self.action_dims
-        n = cfg.num_envs
+        n = st.num_envs
 
         def step_fn(r: Runner, _):
             key, k_act, k_env = jax.random.split(r.key, 3)
@@ -292,29 +407,27 @@ class Learner:
                 rstate, reward = r.reward_state, jax.vmap(env.reward_fn)(r_env, info)
             reward = reward.astype(jnp.float32)
             success = info["success"].astype(bool)
-            ep_return = r.ep_return + reward
+            ep_return, ep_length, finished = episodes.step_episodes(
+                r.ep_return, r.ep_length, reward, done
+            )
             store = si.record_step(r.si_store, r.obs, r.prev_action, action)
             buf, store = si.finish_episodes(
-                r.si_buffer, store, done, ep_return, success, r.task_id, cfg.si_min_return
-            )
+                r.si_buffer, store, done, finished["return"], success, r.task_id,
+                hp.si_min_return,
+            )  # fmt: skip
             t = Transition(
                 obs=r.obs, prev_action=r.prev_action, action=action, logp=logp, value=value,
                 reward=reward, done=done, episode_id=r.episode_id,
                 mask=jnp.ones((n,), jnp.float32),
             )  # fmt: skip
-            stats = {
-                "done": done,
-                "return": jnp.where(done, ep_return, 0.0),
-                "length": jnp.where(done, r.ep_length + 1, 0),
-                "success": done & success,
-            }
+            stats = {**finished, "success": success}
             r = r.replace(
                 key=key,
                 env_state=env_state,
                 obs=next_obs,
-                prev_action=jnp.where(done[:, None], 0, action),
-                ep_return=jnp.where(done, 0.0, ep_return),
-                ep_length=jnp.where(done, 0, r.ep_length + 1),
+                prev_action=jnp.where(done[:, None], self.noop_action, action),
+                ep_return=ep_return,
+                ep_length=ep_length,
                 episode_id=r.episode_id + done.astype(jnp.int32),
                 reward_state=rstate,
                 si_buffer=buf,
@@ -323,30 +436,20 @@ class Learner:
             )
             return r, (t, stats)
 
-        runner, (traj, stats) = jax.lax.scan(step_fn, runner, None, cfg.num_steps)
+        runner, (traj, stats) = jax.lax.scan(step_fn, runner, None, st.num_steps)
         return runner, traj, self._episode_metrics(stats, runner.task_id)
 
     def _episode_metrics(self, stats, task_id):
-        nt = self.num_tasks
-        seg = lambda x: jax.ops.segment_sum(  # noqa: E731
-            jnp.sum(x.astype(jnp.float32), axis=0), task_id, num_segments=nt
-        )
-        count = seg(stats["done"])
-        return {
-            "episodes": count,
-            "return_sum": seg(stats["return"]),
-            "length_sum": seg(stats["length"]),
-            "success_sum": seg(stats["success"]),
-        }
+        return episodes.per_task_totals(stats["done"], stats["return"], stats["length"],
+                                        stats["success"], task_id, self.num_tasks)  # fmt: skip
 
     # ---------------------------------------------------------------- PPO update
-    def _loss(self, params, mb: Transition, adv, ret):
-        cfg, dims = self.cfg, self.action_dims
+    def _loss(self, params, mb: Transition, adv, ret, hp: HyperParams):
+        st, dims = self.static, self.action_dims
         t_len, nb = mb.action.shape[:2]
         flat = lambda x: x.reshape((t_len * nb,) + x.shape[2:])  # noqa: E731
         obs = jax.tree.map(flat, mb.obs)
-        aux_coef = getattr(cfg, "aux_coef", 0.0)
-        if aux_coef > 0:
+        if st.aux:
             (logits, value), inter = self.network.apply(
                 {"params": params}, obs, flat(mb.prev_action), mutable=["intermediates"]
             )
@@ -360,65 +463,70 @@ class Learner:
         logits = logits.reshape(t_len, nb, -1)
         value = value.reshape(t_len, nb)
         new_logp = losses.log_prob(logits, mb.action, dims)
-        if cfg.norm_adv:
+        if st.norm_adv:
             mean = losses.masked_mean(adv, mb.mask)
             std = jnp.sqrt(losses.masked_mean((adv - mean) ** 2, mb.mask))
             adv = (adv - mean) / (std + 1e-8)
-        pg, clipfrac = losses.policy_loss(new_logp, mb.logp, adv, cfg.clip_eps, mb.mask)
-        vl = losses.value_loss(value, mb.value, ret, cfg.vf_clip, mb.mask)
+        pg, clipfrac = losses.policy_loss(new_logp, mb.logp, adv, hp.clip_eps, mb.mask)
+        vf_clip = hp.vf_clip if st.clip_value else None
+        vl = losses.value_loss(value, mb.value, ret, vf_clip, mb.mask)
         ent = losses.masked_mean(losses.entropy(logits, dims), mb.mask)
         reg = losses.masked_mean(
             losses.entropy_regularizer(logits, dims, self.prior_logits), mb.mask
         )
         smooth = (
-            losses.action_smoothing_loss(logits, mb.episode_id, cfg.smooth_window, dims, mb.mask)
-            if cfg.smooth_coef > 0
+            losses.action_smoothing_loss(logits, mb.episode_id, st.smooth_window, dims, mb.mask)
+            if st.smoothing
             else jnp.zeros(())
         )
-        total = pg + cfg.vf_coef * vl + cfg.ent_coef * reg + cfg.smooth_coef * smooth
-        total = total + aux_coef * aux
+        total = pg + hp.vf_coef * vl + hp.ent_coef * reg + hp.smooth_coef * smooth
+        total = total + hp.aux_coef * aux
         approx_kl = losses.masked_mean(
             (jnp.exp(new_logp - mb.logp) - 1) - (new_logp - mb.logp), mb.mask
         )
         info = {"pg_loss": pg, "v_loss": vl, "entropy": ent, "smooth_loss": smooth,
                 "approx_kl": approx_kl, "clipfrac": clipfrac}  # fmt: skip
-        if aux_coef > 0:
+        if st.aux:
             info["aux_loss"] = aux
         return total, info
 
-    def ppo_update(self, runner: Runner, traj: Transition):
-        cfg = self.cfg
+    def ppo_update(self, runner: Runner, traj: Transition, hp: HyperParams | None = None):
+        st = self.static
+        hp = self.hp if hp is None else hp
         chex.assert_rank(traj.reward, 2)
         _, last_value = self.apply(runner.params, runner.obs, runner.prev_action)
         adv, ret = losses.gae(
-            traj.reward, traj.value, traj.done, last_value, cfg.gamma, cfg.gae_lambda
+            traj.reward, traj.value, traj.done, last_value, hp.gamma, hp.gae_lambda
         )
-        if cfg.smooth_coef == 0:
+        if not st.smoothing:
             # no temporal term: shuffle single transitions (flatten [T, N] -> [1, T * N])
             flat = lambda x: x.reshape((1, -1) + x.shape[2:])  # noqa: E731
             traj, adv, ret = jax.tree.map(flat, (traj, adv, ret))
         n = traj.reward.shape[1]
-        mb_size = n // cfg.num_minibatches
-        unroll = bool(cfg.unroll)
+        mb_size = n // st.num_minibatches
+        unroll = bool(st.unroll)
+        anneal = self.grad_steps if st.anneal_lr else None
         key, k_upd = jax.random.split(runner.key)
 
         def epoch(carry, k):
-            perm = jax.random.permutation(k, n).reshape(cfg.num_minibatches, mb_size)
+            perm = jax.random.permutation(k, n).reshape(st.num_minibatches, mb_size)
 
             def minibatch(carry, idx):
                 params, opt_state = carry
                 take = lambda x: jnp.take(x, idx, axis=1)  # noqa: E731
                 mb = jax.tree.map(take, traj)
-                grads, info = jax.grad(self._loss, has_aux=True)(params, mb, take(adv), take(ret))
-                updates, opt_state = self.tx.update(grads, opt_state, params)
-                params = optax.apply_updates(params, updates)
+                grads, info = jax.grad(self._loss, has_aux=True)(
+                    params, mb, take(adv), take(ret), hp
+                )
+                params, opt_state = adam_step(grads, opt_state, params, hp.lr,
+                                              hp.max_grad_norm, anneal)  # fmt: skip
                 return (params, opt_state), info
 
             return jax.lax.scan(minibatch, carry, perm, unroll=unroll)
 
         (params, opt_state), info = jax.lax.scan(
             epoch, (runner.params, runner.opt_state),
-            jax.random.split(k_upd, cfg.update_epochs), unroll=unroll,
+            jax.random.split(k_upd, st.update_epochs), unroll=unroll,
         )  # fmt: skip
         runner = runner.replace(
             params=params, opt_state=opt_state, key=key, update_step=runner.update_step + 1
@@ -428,26 +536,26 @@ class Learner:
         metrics["reward_mean"] = jnp.mean(traj.reward)
         return runner, metrics
 
-    def _iteration(self, runner: Runner, consts):
-        runner, traj, ep = self.rollout(runner, consts)
-        runner, metrics = self.ppo_update(runner, traj)
+    def _iteration(self, runner: Runner, consts, hp: HyperParams):
+        runner, traj, ep = self.rollout(runner, consts, hp)
+        runner, metrics = self.ppo_update(runner, traj, hp)
         return runner, {**metrics, **ep}
 
     # ---------------------------------------------------------------- self-imitation
-    def _si_phase(self, runner: Runner, consts):
+    def _si_phase(self, runner: Runner, consts, hp: HyperParams):
         del consts
-        cfg, dims = self.cfg, self.action_dims
+        st, dims = self.static, self.action_dims
         buf = runner.si_buffer
         nt = self.num_tasks
 
         def step(carry, k):
             params, opt_state = carry
-            idx, ok = si.sample(k, buf, cfg.si_batch, cfg.si_unsuccessful_weight, nt,
-                                cfg.si_balance_tasks)  # fmt: skip
+            idx, ok = si.sample(k, buf, st.si_batch, hp.si_unsuccessful_weight, nt,
+                                st.si_balance_tasks)  # fmt: skip
             take = lambda x: x[idx]  # noqa: E731
             obs = jax.tree.map(take, buf.obs)
             length = buf.length[idx]
-            b, L = cfg.si_batch, buf.max_len
+            b, L = st.si_batch, buf.max_len
             mask = (jnp.arange(L)[None, :] < length[:, None]).astype(jnp.float32) * ok
             flat = lambda x: x.reshape((b * L,) + x.shape[2:])  # noqa: E731
 
@@ -457,16 +565,15 @@ class Learner:
 
             loss, grads = jax.value_and_grad(loss_fn)(params)
             grads = jax.tree.map(lambda g: g * ok, grads)
-            updates, new_opt = self.si_tx.update(grads, opt_state, params)
-            new_params = optax.apply_updates(params, updates)
+            new_params, new_opt = adam_step(grads, opt_state, params, hp.si_lr, hp.max_grad_norm)
             params = jax.tree.map(lambda a, b_: jnp.where(ok, a, b_), new_params, params)
             opt_state = jax.tree.map(lambda a, b_: jnp.where(ok, a, b_), new_opt, opt_state)
             return (params, opt_state), loss
 
         key, k = jax.random.split(runner.key)
         (params, opt_state), loss = jax.lax.scan(
-            step, (runner.params, runner.si_opt_state), jax.random.split(k, cfg.si_steps),
-            unroll=bool(cfg.unroll),
+            step, (runner.params, runner.si_opt_state), jax.random.split(k, st.si_steps),
+            unroll=bool(st.unroll),
         )  # fmt: skip
         runner = runner.replace(params=params, si_opt_state=opt_state, key=key)
         return runner, {
@@ -476,29 +583,40 @@ class Learner:
         }
 
     # ---------------------------------------------------------------- jitted entry points
-    def _jitted(self, name, fn, runner, extra_in=None):
-        if name not in self._jit_cache:
-            rs = runner_shardings(runner, self.mesh)
+    def _jitted(self, name, fn, runner, extra_in=None, seeds: bool = False):
+        """`fn(runner, extra, hp)` jitted once per name (the runner donated, `hp` a traced
+        argument, so new hyper-parameters reuse the program); with `seeds`, vmapped over a
+        leading seed axis of the runner (K independent runs in one program)."""
+        key = (name, seeds)
+        if key not in self._jit_cache:
+            rs = runner_shardings(runner, self.mesh, seeds=seeds)
             rep = NamedSharding(self.mesh, P())
-            in_sh = (rs, rep) if extra_in is None else (rs, extra_in)
-            self._jit_cache[name] = jax.jit(
+            in_sh = (rs, rep if extra_in is None else extra_in, rep)
+            if seeds:
+                fn = jax.vmap(fn, in_axes=(0, None if extra_in is None else 0, None))
+            self._jit_cache[key] = jax.jit(
                 fn, in_shardings=in_sh, out_shardings=(rs, rep), donate_argnums=0
             )
-        return self._jit_cache[name]
+        return self._jit_cache[key]
 
-    def iteration(self, runner: Runner):
-        """Rollout + GAE + PPO update: one jitted, donated call."""
-        return self._jitted("iteration", self._iteration, runner)(runner, self.consts)
+    def iteration(self, runner: Runner, hp: HyperParams | None = None, *, seeds: bool = False):
+        """Rollout + GAE + PPO update: one jitted, donated call (`seeds`: a seed-stacked runner)."""
+        hp = self.hp if hp is None else hp
+        return self._jitted("iteration", self._iteration, runner, seeds=seeds)(
+            runner, self.consts, hp
+        )
 
-    def si_phase(self, runner: Runner):
+    def si_phase(self, runner: Runner, hp: HyperParams | None = None, *, seeds: bool = False):
         """`si_steps` behaviour-cloning steps on prioritised buffer samples (compiled once)."""
-        return self._jitted("si", self._si_phase, runner)(runner, self.consts)
+        hp = self.hp if hp is None else hp
+        return self._jitted("si", self._si_phase, runner, seeds=seeds)(runner, self.consts, hp)
 
-    def update(self, runner: Runner, traj: Transition):
+    def update(self, runner: Runner, traj: Transition, hp: HyperParams | None = None):
         """The PPO update alone on a given `[T, N]` batch (host-stepped driver, tests)."""
+        hp = self.hp if hp is None else hp
         ts = transition_shardings(traj, self.mesh)
         traj = jax.device_put(traj, ts)
-        return self._jitted("update", self.ppo_update, runner, ts)(runner, traj)
+        return self._jitted("update", self.ppo_update, runner, ts)(runner, traj, hp)
 
 
 def obs_batch_leading(obs) -> int:

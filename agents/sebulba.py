@@ -13,13 +13,13 @@ transition gets `mask = 0` and is excluded from every loss (the env's real last 
 `done = True`, which stops the GAE bootstrap).
 
 Frozen features and a learned reward (`hooks`, `agents.learner.RewardHooks`, e.g. MineCLIP from
-`agents.ppo.host_mineclip_hooks`): every frame is featurized exactly once, in the inference
+`agents.mineclip_hooks.host_mineclip_hooks`): every frame is featurized exactly once, in the inference
 call of the step that acts on it, and that call also pushes it through `hooks.step`, which
 gives the reward term of the transition that *produced* the frame. So a step's reward is
 complete one call later (the last step of a rollout is completed by one featurize-only call,
 whose features become `runner.obs`, the next rollout's first input: no frame is encoded twice).
 The hook sees `done = skip`, True where the frame follows an episode end or is an episode's
-first frame, and must then give no term and restart its window there (`_mineclip_hooks.step`
+first frame, and must then give no term and restart its window there (`mineclip_hooks.mineclip_hooks`
 does: no MineCLIP term on a done step, exactly as on the device path). Consequences:
 
 - SAME_STEP: the frame of a done step is the next episode's reset frame: no term, it refills
@@ -50,8 +50,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from agents import episodes, losses
 from agents import learner as lrn
-from agents import losses
 from agents import self_imitation as si
 
 
@@ -80,10 +80,12 @@ class HostDriver:
         task_conditioned: bool = False,
         hooks: lrn.RewardHooks | None = None,
         consts=None,
+        noop_action: tuple[int, ...] | None = None,
     ):
         if vec_env.num_envs != cfg.num_envs:
             raise ValueError(f"vec_env has {vec_env.num_envs} envs but cfg.num_envs={cfg.num_envs}")
-        self.cfg = cfg
+        self.static = lrn.LearnerConfig.from_config(cfg)
+        self.si_every = int(cfg.si_every)
         self.env = vec_env
         self.action_dims = tuple(action_dims)
         self.policy_obs = policy_obs
@@ -101,11 +103,13 @@ class HostDriver:
         self.hooks = hooks or lrn.RewardHooks()
         self.learner = lrn.Learner(cfg, None, network, mesh, hooks=self.hooks, consts=consts,
                                    action_dims=self.action_dims,
-                                   num_tasks=self.num_tasks)  # fmt: skip
+                                   num_tasks=self.num_tasks,
+                                   noop_action=noop_action)  # fmt: skip
         # MineCLIP params and prompt features: on the device once, replicated, passed to every call
         self.consts = jax.device_put(self.learner.consts, NamedSharding(self.learner.mesh, P()))
         mode = vec_env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
         self.next_step_reset = str(mode).endswith("NEXT_STEP") or mode == "next_step"
+        self.hp = self.learner.hp
         L, hooks = self.learner, self.hooks
         dims, n = self.action_dims, cfg.num_envs
 
@@ -131,12 +135,12 @@ class HostDriver:
             return (pobs, rstate, extra, *act(params, pobs, prev, key))
 
         @jax.jit
-        def book(buf, store, pobs, prev, action, done, ret, success, task_id, valid):
+        def book(buf, store, pobs, prev, action, done, ret, success, task_id, valid, min_return):
             # an ignored (NEXT_STEP reset) step is written but not kept: its pointer stays
             store = si.record_step(store, pobs, prev, action).replace(
                 ptr=jnp.where(valid, store.ptr + 1, store.ptr)
             )
-            return si.finish_episodes(buf, store, done, ret, success, task_id, cfg.si_min_return)
+            return si.finish_episodes(buf, store, done, ret, success, task_id, min_return)
 
         self._observe, self._act = jax.jit(observe), jax.jit(act)
         self._observe_act, self._book = jax.jit(observe_act), book
@@ -150,7 +154,8 @@ class HostDriver:
         return pobs
 
     def init(self, key) -> lrn.Runner:
-        cfg, n, k = self.cfg, self.cfg.num_envs, len(self.action_dims)
+        st, n = self.static, self.static.num_envs
+        k = len(self.action_dims)
         k_net, k_run = jax.random.split(key)
         obs, _ = self.env.reset(seed=int(jax.random.randint(k_run, (), 0, 2**31 - 1)))
         self._obs = obs
@@ -168,66 +173,67 @@ class HostDriver:
         one = jax.tree.map(lambda x: x[0], pobs)
         runner = lrn.Runner(
             params=params,
-            opt_state=self.learner.tx.init(params),
-            si_opt_state=self.learner.si_tx.init(params),
+            opt_state=lrn.adam_init(params),
+            si_opt_state=lrn.adam_init(params),
             env_params=jnp.zeros((n,)),
             env_state=jnp.zeros((n,)),
             obs=pobs,
-            prev_action=jnp.zeros((n, k), jnp.int32),
+            prev_action=jnp.tile(self.learner.noop_action, (n, 1)),
             ep_return=jnp.zeros((n,), jnp.float32),
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
             task_id=task_id,
             reward_state=rstate,
-            si_buffer=si.init_buffer(cfg.si_capacity, cfg.si_max_len, one, k),
-            si_store=si.init_store(n, cfg.si_max_len, one, k),
+            si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, one, k),
+            si_store=si.init_store(n, st.si_max_len, one, k),
             key=k_run,
             update_step=jnp.zeros((), jnp.int32),
             env_steps=jnp.zeros((), jnp.int32),
         )
         return self.learner.shard(runner)
 
-    def rollout(self, runner: lrn.Runner):
+    def rollout(self, runner: lrn.Runner, hp: lrn.HyperParams | None = None):
         """`num_steps` host steps -> (runner with new obs/SI state, Transition [T, N], episode stats).
 
         Step t acts on `runner.obs` (t = 0) or on the frame step t - 1 returned, featurized in
         the same call that completes step t - 1's reward; after the loop one featurize-only call
         completes the last step and gives the next rollout's first policy inputs."""
-        cfg, n = self.cfg, self.cfg.num_envs
+        hp = self.hp if hp is None else hp
+        n, num_steps = self.static.num_envs, self.static.num_steps
+        noop = np.asarray(self.learner.noop_action)
         prev = np.asarray(runner.prev_action)
-        s = dict(ep_ret=np.asarray(runner.ep_return, np.float64),
+        s = dict(ep_ret=np.asarray(runner.ep_return, np.float32),
                  ep_len=np.asarray(runner.ep_length), ep_id=np.asarray(runner.episode_id),
                  buf=runner.si_buffer, store=runner.si_store)  # fmt: skip
         key, rstate, pobs = runner.key, runner.reward_state, runner.obs
         steps = []
         nt, tid = self.num_tasks, self.task_ids
         stats = {k: np.zeros(nt) for k in ("episodes", "return_sum", "length_sum", "success_sum")}
-        per_task = lambda x: np.bincount(tid, weights=x, minlength=nt)  # noqa: E731
 
         def finish(p, extra):
             """Step `p` once the frame it produced was observed: reward, SI, episode stats."""
             valid, done = p["valid"], p["done"]
             reward = (p["reward"] + np.where(p["skip"], 0.0, np.asarray(extra))).astype(np.float32)
-            s["ep_ret"] = s["ep_ret"] + reward
+            s["ep_ret"], s["ep_len"], fin = episodes.step_episodes(
+                s["ep_ret"], s["ep_len"], reward, done, valid
+            )
             s["buf"], s["store"] = self._book(
                 s["buf"], s["store"], p["pobs"], jnp.asarray(p["prev"]), p["a"],
-                jnp.asarray(done), jnp.asarray(s["ep_ret"], jnp.float32),
-                jnp.asarray(p["success"]), runner.task_id, jnp.asarray(valid),
+                jnp.asarray(done), jnp.asarray(fin["return"], jnp.float32),
+                jnp.asarray(p["success"]), runner.task_id, jnp.asarray(valid), hp.si_min_return,
             )  # fmt: skip
             steps.append(dict(obs=p["pobs"], prev_action=p["prev"], action=p["a_np"],
                               logp=p["logp"], value=p["value"], reward=reward, done=done,
                               episode_id=s["ep_id"].copy(),
                               mask=valid.astype(np.float32)))  # fmt: skip
-            stats["episodes"] += per_task(done.astype(np.float64))
-            stats["return_sum"] += per_task(np.where(done, s["ep_ret"], 0.0))
-            stats["length_sum"] += per_task(np.where(done, s["ep_len"] + 1, 0).astype(np.float64))
-            stats["success_sum"] += per_task(p["success"].astype(np.float64))
-            s["ep_len"] = np.where(done, 0, s["ep_len"] + valid)
-            s["ep_ret"] = np.where(done, 0.0, s["ep_ret"])
+            totals = episodes.per_task_totals(fin["done"], fin["return"], fin["length"],
+                                              p["success"], tid, nt)  # fmt: skip
+            for k in stats:
+                stats[k] += totals[k]
             s["ep_id"] = s["ep_id"] + done
 
         pending, skip = None, None
-        for t in range(cfg.num_steps):
+        for t in range(num_steps):
             key, k_act = jax.random.split(key)
             if t == 0:  # the runner's obs are this frame's policy inputs already
                 a, logp, value = self._act(runner.params, pobs, jnp.asarray(prev), k_act)
@@ -250,7 +256,7 @@ class HostDriver:
             pending = dict(pobs=pobs, prev=prev.copy(), a=a, a_np=a_np, logp=logp, value=value,
                            reward=reward, done=done, valid=valid, success=success,
                            skip=skip)  # fmt: skip
-            prev = np.where((done | ~valid)[:, None], 0, a_np)
+            prev = np.where((done | ~valid)[:, None], noop, a_np)
             self._autoreset = done if self.next_step_reset else np.zeros(n, bool)
             self._obs = next_obs
         last_obs, rstate, extra = self._observe(
@@ -269,7 +275,7 @@ class HostDriver:
             ep_length=jnp.asarray(s["ep_len"], jnp.int32),
             episode_id=jnp.asarray(s["ep_id"], jnp.int32), reward_state=rstate,
             si_buffer=s["buf"], si_store=s["store"], key=key,
-            env_steps=runner.env_steps + n * cfg.num_steps,
+            env_steps=runner.env_steps + n * num_steps,
         )  # fmt: skip
         return self.learner.shard(runner), traj, stats
 
@@ -277,18 +283,19 @@ class HostDriver:
         """Continue a restored runner (params, optimizers, SI buffer, RNG, counters) on the envs
         as `init` just reset them: simulator state is not checkpointed, so the episodes in flight
         at the checkpoint are dropped (their partial SI trajectories and reward windows too)."""
-        self._autoreset = np.zeros(self.cfg.num_envs, bool)
+        self._autoreset = np.zeros(self.static.num_envs, bool)
         return self.learner.shard(restored.replace(
             obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
             ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,
             reward_state=fresh.reward_state, episode_id=restored.episode_id + 1,
         ))  # fmt: skip
 
-    def iteration(self, runner: lrn.Runner):
-        runner, traj, stats = self.rollout(runner)
-        runner, metrics = self.learner.update(runner, traj)
+    def iteration(self, runner: lrn.Runner, hp: lrn.HyperParams | None = None):
+        hp = self.hp if hp is None else hp
+        runner, traj, stats = self.rollout(runner, hp)
+        runner, metrics = self.learner.update(runner, traj, hp)
         metrics = {**jax.device_get(metrics), **stats}
-        if self.cfg.si_every > 0 and int(runner.update_step) % self.cfg.si_every == 0:
-            runner, msi = self.learner.si_phase(runner)
+        if self.si_every > 0 and int(runner.update_step) % self.si_every == 0:
+            runner, msi = self.learner.si_phase(runner, hp)
             metrics.update(jax.device_get(msi))
         return runner, metrics

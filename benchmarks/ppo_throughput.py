@@ -40,6 +40,8 @@ class Args:
     """run only ours"""
     out: str = ""
     """optional JSON file for the figures"""
+    seeds: int = 0
+    """K > 0: also time K seeds in one program (agents.learner, JAX CartPole) against K sequential single-seed runs"""
 
 
 def _load() -> str:
@@ -71,7 +73,7 @@ def run_ours(args: Args) -> dict:
     obs = {"state": jnp.asarray(obs0, jnp.float32)}
     params = L.init_params(jax.random.PRNGKey(args.seed), obs)
     runner = lrn.Runner(
-        params=params, opt_state=L.tx.init(params), si_opt_state=(), env_params=jnp.zeros((n,)),
+        params=params, opt_state=lrn.adam_init(params), si_opt_state=(), env_params=jnp.zeros((n,)),
         env_state=handle, obs=obs, prev_action=jnp.zeros((n, 1), jnp.int32),
         ep_return=jnp.zeros((n,)), ep_length=jnp.zeros((n,), jnp.int32),
         episode_id=jnp.zeros((n,), jnp.int32), task_id=jnp.zeros((n,), jnp.int32),
@@ -185,8 +187,56 @@ def run_sb3(args: Args) -> dict:
     }
 
 
+def run_seeds(args: Args) -> dict:
+    """The project's own learner on its JAX CartPole (`agents.testing`, SI on): K seeds stacked
+    and vmapped in one jitted iteration against the single-seed iteration called K times in turn
+    (compilation excluded from both)."""
+    import jax
+
+    from agents import learner as lrn
+    from agents.build import build
+    from agents.ppo import PPOConfig
+
+    cfg = PPOConfig(task="cartpole", num_envs=args.num_envs, num_steps=args.num_steps,
+                    total_steps=args.total_steps // (args.num_envs * args.num_steps)
+                    * args.num_envs * args.num_steps, smooth_coef=0.0, si_every=1,
+                    num_devices=1, unroll=False, progress=False)  # fmt: skip
+    L = build(cfg).learner
+    hp, k = lrn.HyperParams.from_config(cfg), args.seeds
+    updates = L.num_updates
+
+    def run(runner, seeds):
+        runner, m = L.iteration(runner, hp, seeds=seeds)
+        runner, _ = L.si_phase(runner, hp, seeds=seeds)
+        return runner
+
+    singles = [L.init_sharded(jax.random.PRNGKey(s)) for s in range(k)]
+    stacked = jax.tree.map(lambda *x: jax.numpy.stack(x), *[jax.device_get(r) for r in singles])
+    stacked = jax.device_put(stacked, lrn.runner_shardings(stacked, L.mesh, seeds=True))
+    singles[0] = jax.block_until_ready(run(singles[0], False))  # compile
+    stacked = jax.block_until_ready(run(stacked, True))
+    t0 = time.time()
+    for i in range(k):
+        r = singles[i]
+        for _ in range(updates - 1):
+            r = run(r, False)
+        jax.block_until_ready(r)
+    seq = time.time() - t0
+    t0 = time.time()
+    for _ in range(updates - 1):
+        stacked = run(stacked, True)
+    jax.block_until_ready(stacked)
+    one = time.time() - t0
+    steps = k * (updates - 1) * args.num_envs * args.num_steps
+    return {"seeds": k, "sps_one_program": steps / one, "sps_sequential": steps / seq,
+            "ratio": seq / one}  # fmt: skip
+
+
 def main(args: Args) -> dict:
     res = {"load_before": _load()}
+    if args.seeds > 0:
+        res["seeds"] = run_seeds(args)
+        print("seeds:", json.dumps(res["seeds"]), "| load", _load(), flush=True)
     res["ours"] = run_ours(args)
     print("ours:", json.dumps(res["ours"]), "| load", _load(), flush=True)
     if not args.skip_sb3:

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import networks, ppo
+from agents import adapters, networks, ppo
 from envs import spaces
 
 
@@ -18,7 +18,7 @@ def _groups():
 
 
 def test_balanced_prior_gives_each_group_a_quarter():
-    p = np.exp(np.asarray(ppo.compact_action_prior("balanced")))
+    p = np.exp(np.asarray(adapters.compact_action_prior("balanced")))
     assert p.shape == (spaces.NUM_COMPACT_ACTIONS,)
     np.testing.assert_allclose(p.sum(), 1.0, rtol=1e-6)
     groups = _groups()
@@ -32,14 +32,14 @@ def test_balanced_prior_gives_each_group_a_quarter():
 
 
 def test_uniform_prior_is_none_and_unknown_kind_is_an_error():
-    assert ppo.compact_action_prior("uniform") is None
+    assert adapters.compact_action_prior("uniform") is None
     with pytest.raises(ppo.ConfigError, match="action-prior"):
-        ppo.compact_action_prior("greedy")
+        adapters.compact_action_prior("greedy")
 
 
 @pytest.mark.parametrize("use_jit", [False, True])
 def test_fresh_agent_policy_is_softmax_of_prior(use_jit):
-    prior = ppo.compact_action_prior("balanced")
+    prior = adapters.compact_action_prior("balanced")
     net = networks.MineAgent(action_dims=(89,), action_prior=(prior,), cnn_channels=(4,),
                              image_dim=16, fusion_dim=16, feat_hidden=8, actor_hidden=8,
                              actor_depth=1, critic_hidden=8)  # fmt: skip

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from agents import ppo
+from agents import adapters, build, checkpoints, ppo
 
 TINY = [
     "--world-size", "16", "--world-pool", "1", "--image-size", "16", "24", "--cnn", "nature",
@@ -51,16 +51,16 @@ def test_process_backend_trains_checkpoints_and_resumes(tmp_path):
     assert (out / "checkpoints" / "2").exists() and list((out / "tb").iterdir())
     assert json.loads((out / "config.json").read_text())["backend"] == "process"
     # a host-stepped run loads as a policy like an on-device one
-    _, info = ppo.load_policy(out)
+    _, info = checkpoints.load_policy(out)
     assert info["update"] == 2 and info["task_names"] == ("hunt_cow",)
 
 
 def test_process_rollout_metrics_obs_layout_and_tasks(tmp_path):
     cfg = _cfg(tmp_path / "r", "--task", "hunt a cow,shear a sheep")
     tasks = ppo.stage_tasks(cfg)[0]
-    vec = ppo.make_host_vector_env(cfg, tasks, tmp_path / "logs")
+    vec = adapters.make_host_vector_env(cfg, tasks, tmp_path / "logs")
     try:
-        driver = ppo.build_host_driver(cfg, tasks, vec)
+        driver = build.build_host_driver(cfg, tasks, vec)
         runner = driver.init(jax.random.PRNGKey(0))
         runner, traj, stats = driver.rollout(runner)
     finally:
@@ -76,12 +76,12 @@ def test_process_rollout_metrics_obs_layout_and_tasks(tmp_path):
     np.testing.assert_array_equal(np.asarray(traj.obs["task_id"]), np.tile([0, 1, 0, 1], (T, 1)))
     assert (np.asarray(traj.reward)[mask == 0] == 0).all()
     # the policy sees the same inputs as on the on-device path (keys, shapes, dtypes)
-    env = ppo.build(cfg, tasks).env  # JaxEnv; only traced here
+    env = build.build(cfg, tasks).env  # JaxEnv; only traced here
     raw = jax.eval_shape(
         lambda k: env.reset(k, jax.tree.map(lambda x: x[0], env.params), env.static),
         jax.random.PRNGKey(0),
     )[0]
-    want = jax.eval_shape(ppo._voxel_policy_obs, raw)
+    want = jax.eval_shape(adapters.voxel_policy_obs, raw)
     got = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[2:], x.dtype), traj.obs)
     got.pop("task_id")
     assert jax.tree.map(lambda x: (x.shape, x.dtype), got) == jax.tree.map(

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import mineclip_jax as mcj
+from agents import checkpoints, mineclip_hooks, networks, ppo, sebulba
 from agents import learner as lrn
-from agents import networks, ppo, sebulba
 from mineclip_jax.reward import DEFAULT_NEGATIVE_PROMPTS
 
 GOAL = "shear a sheep"  # the tiny random MineCLIP of seed 2 rates it above chance (Direct > 0)
@@ -94,7 +94,7 @@ def test_host_driver_mineclip_features_and_direct_reward_match_an_independent_co
         si_every=1, si_steps=1, si_batch=1, si_capacity=2, si_max_len=8, success_bonus=0.0,
         reward="mineclip", mineclip_ckpt=str(tiny_ckpt),
     )  # fmt: skip
-    hooks, consts, mc = ppo.host_mineclip_hooks(cfg, (GOAL,))
+    hooks, consts, mc = mineclip_hooks.host_mineclip_hooks(cfg, (GOAL,))
     encoded = []  # rows encoded per inference call: each frame exactly once
 
     def featurize(c, obs):
@@ -166,7 +166,7 @@ def test_process_backend_cli_runs_with_mineclip_reward(tmp_path, tiny_ckpt):
     assert rows[0]["reward_mean"] > 0  # the MineCLIP term (no success in 3 ticks)
     assert (out / "checkpoints" / "1").exists()
     # the run loads as a policy over raw frames (features computed inside), as on-device runs do
-    _, info = ppo.load_policy(out)
+    _, info = checkpoints.load_policy(out)
     assert info["update"] == 1 and info["task_names"] == ("shear_sheep",)
 
 

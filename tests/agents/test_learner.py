@@ -8,8 +8,9 @@ import jax
 import numpy as np
 import pytest
 
+from agents import build, checkpoints, ppo
 from agents import learner as lrn
-from agents import ppo
+from agents import train as loop
 
 TINY = ppo.PPOConfig(
     task="cartpole",
@@ -59,7 +60,7 @@ def test_sharded_update_equals_single_device():
     runs = {}
     for ndev in (1, 4):
         cfg = TINY if ndev == 4 else dataclasses.replace(TINY, num_devices=1)
-        L = ppo.build(cfg).learner
+        L = build.build(cfg).learner
         assert L.mesh.devices.size == ndev
         r = L.init_sharded(jax.random.PRNGKey(3))
         p0 = jax.device_get(r.params)
@@ -89,7 +90,7 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path):
     lines = (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 4 and "si_loss" in json.loads(lines[1])
     # the saved run loads as a policy
-    policy_fn, info = ppo.load_policy(tmp_path / "a")
+    policy_fn, info = checkpoints.load_policy(tmp_path / "a")
     obs = {"state": np.zeros((3, 4), np.float32)}
     act = policy_fn(jax.random.PRNGKey(0), obs, deterministic=True)
     assert act.shape == (3, 1) and set(np.unique(act)) <= {0, 1}
@@ -115,7 +116,7 @@ def test_bad_flags_give_clear_errors(changes, match, tmp_path):
 
 def test_load_policy_missing_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="no trained run"):
-        ppo.load_policy(tmp_path / "nothing")
+        checkpoints.load_policy(tmp_path / "nothing")
 
 
 def test_cli_help_documents_every_flag(capsys):
@@ -134,7 +135,7 @@ def test_cli_exits_2_on_bad_task(capsys, tmp_path):
 
 
 def test_runner_shardings_split_env_axis():
-    built = ppo.build(TINY)
+    built = build.build(TINY)
     r = jax.eval_shape(built.learner.init, jax.random.PRNGKey(0))
     sh = lrn.runner_shardings(r, built.learner.mesh)
     assert sh.obs["state"].spec == jax.sharding.PartitionSpec("data")
@@ -144,10 +145,10 @@ def test_runner_shardings_split_env_axis():
 def test_multi_stage_keeps_si_buffer_and_resets_policy_head(tmp_path):
     cfg = dataclasses.replace(TINY, stages="cartpole;cartpole", out=str(tmp_path / "s"))
     seen = {}
-    orig = ppo._next_stage
+    orig = loop.next_stage
 
-    def spy(runner, carried, L):
-        out = orig(runner, carried, L)
+    def spy(runner, carried, L, *rest):
+        out = orig(runner, carried, L, *rest)
         seen["carried_valid"] = int(np.sum(carried[0].valid))
         seen["buffer_valid"] = int(np.sum(np.asarray(out.si_buffer.valid)))
         seen["old"], seen["fresh"], seen["new"] = jax.device_get(
@@ -155,11 +156,11 @@ def test_multi_stage_keeps_si_buffer_and_resets_policy_head(tmp_path):
         )
         return out
 
-    ppo._next_stage = spy
+    loop.next_stage = spy
     try:
         res = ppo.train(cfg)
     finally:
-        ppo._next_stage = orig
+        loop.next_stage = orig
     assert seen["carried_valid"] > 0 and seen["buffer_valid"] == seen["carried_valid"]
     # MLPActorCritic's policy head is "actor": taken fresh; the critic is carried over
     _leaves_equal(seen["new"]["actor"], seen["fresh"]["actor"])

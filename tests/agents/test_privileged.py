@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import networks, ppo
+from agents import adapters, build, checkpoints, networks, ppo
 from envs import voxel
 from tests.agents.test_cli_voxel import ARGS
 
@@ -77,11 +77,11 @@ def test_cli_trains_with_privileged_critic_and_aux_loss_and_acts_without_them(tm
     ppo.main([*ARGS, "--privileged-critic", "--aux-coef", "0.5", "--out", str(out)])
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(np.isfinite(r["aux_loss"]) and r["aux_loss"] > 0 for r in rows if "pg_loss" in r)
-    policy_fn, info = ppo.load_policy(out)
+    policy_fn, info = checkpoints.load_policy(out)
     cfg = ppo.config_from_json(info["config"])
     assert cfg.privileged_critic and cfg.aux_coef == 0.5
     # a deployed policy gets plain env observations (no target features) and still acts
-    built = ppo.build(dataclasses.replace(cfg, privileged_critic=False, aux_coef=0.0))
+    built = build.build(dataclasses.replace(cfg, privileged_critic=False, aux_coef=0.0))
     env = built.env
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     one = jax.tree.map(lambda x: x[:2], env.params)
@@ -90,7 +90,7 @@ def test_cli_trains_with_privileged_critic_and_aux_loss_and_acts_without_them(tm
     act = policy_fn(jax.random.key(1), jax.device_get(obs), deterministic=True)
     assert act.shape == (2, 8) and act.dtype == np.int32
     # ... the same actions as with the features present (the actor never reads them)
-    trained = ppo.build(cfg).env
+    trained = build.build(cfg).env
     obs_tf, _ = jax.vmap(trained.reset, in_axes=(0, 0, None))(keys, one, trained.static)
     assert obs_tf["target_features"].shape == (2, P)
     act_tf = policy_fn(jax.random.key(1), jax.device_get(obs_tf), deterministic=True)
@@ -116,7 +116,7 @@ def test_target_features_follow_the_auto_reset():
     cfg = dataclasses.replace(ppo.PPOConfig(), privileged_critic=True, world_size=16,
                               world_pool=1, render=False, num_envs=4, num_minibatches=2,
                               max_episode_steps=2)  # fmt: skip
-    env = ppo.build(cfg).env
+    env = build.build(cfg).env
     one = jax.tree.map(lambda x: x[:1], env.params)
     obs, state = jax.vmap(env.reset, in_axes=(0, 0, None))(
         jax.random.split(jax.random.PRNGKey(0), 1), one, env.static
@@ -139,8 +139,8 @@ def test_aux_targets_count_position_and_distance_only_in_view():
     feats[0, names.index("in_view")] = 1.0
     feats[0, names.index("screen_x")] = -0.4
     feats[0, names.index("screen_y")] = 0.2
-    target, mask = ppo._aux_targets(jnp.asarray(feats))
-    assert ppo.AUX_FEATURES == ("in_view", "screen_x", "screen_y", "distance")
+    target, mask = adapters.aux_targets(jnp.asarray(feats))
+    assert adapters.AUX_FEATURES == ("in_view", "screen_x", "screen_y", "distance")
     np.testing.assert_allclose(target, [[1.0, -0.4, 0.2, 0.25], [0.0, 0.0, 0.0, 0.5]])
     np.testing.assert_array_equal(mask, [[1, 1, 1, 1], [1, 0, 0, 0]])
 
@@ -155,7 +155,7 @@ def test_privileged_policy_reads_the_features_and_cannot_act_without_them():
         net.apply(params, _obs())
     cfg = dataclasses.replace(ppo.PPOConfig(), privileged_policy=True, world_size=16, world_pool=1,
                               render=False, num_envs=4, num_minibatches=2)  # fmt: skip
-    learner = ppo.build(cfg).learner
+    learner = build.build(cfg).learner
     obs = {"compass": jnp.zeros((2, 4)), "task_id": jnp.zeros(2, jnp.int32)}
     params = learner.init_params(jax.random.PRNGKey(0), {**obs, "privileged": jnp.zeros((2, P))})
     with pytest.raises(ValueError, match="--privileged-policy"):

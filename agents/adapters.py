@@ -1,0 +1,427 @@
+"""Env adapters shared by both rollout drivers: which tasks a run trains, how a raw observation
+becomes the policy's input, how a policy action becomes the env's action, and which reward the
+learner sees (the task's manual dense reward, success only, or MineCLIP's term added by
+`agents.mineclip_hooks`).
+
+    agents.learner (on device, `voxel_env` / `cartpole_env`: a `JaxEnv`)
+    agents.sebulba (host-stepped, `make_host_vector_env` + `host_actions` / `host_reward_fn`)
+
+Both read the same `voxel_policy_obs`, the same action tables and the same reward choice. A
+Creative task has no success bonus (paper Sec. 4: under MineCLIP the learned reward alone).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents import learner as lrn
+from agents import testing
+
+
+class ConfigError(ValueError):
+    """A bad flag; the message names the flag and the fix."""
+
+
+# ----------------------------------------------------------------------------- tasks
+def resolve_tasks(task: str) -> tuple[str, ...]:
+    """`--task` -> tuple of task prompts/ids (group names expanded)."""
+    from envs.tasks.paper import GROUPS
+
+    task = task.strip()
+    if not task:
+        raise ConfigError("--task is empty; give a task id or prompt, e.g. --task 'hunt a cow'")
+    if task.lower() in GROUPS:
+        return tuple(GROUPS[task.lower()])
+    return tuple(t.strip() for t in task.split(",") if t.strip())
+
+
+def stage_tasks(task: str, stages: str = "") -> list[tuple[str, ...]]:
+    """The task tuple of every stage (`--stages 'a,b;c'` overrides `--task`)."""
+    if stages.strip():
+        return [resolve_tasks(s) for s in stages.split(";") if s.strip()]
+    return [resolve_tasks(task)]
+
+
+def task_specs(names) -> list:
+    """Task ids / prompts -> `envs.tasks.TaskSpec`s (ConfigError naming the flag if unknown)."""
+    from envs import tasks as envs_tasks
+    from envs.tasks.paper import GROUPS
+
+    specs = []
+    for name in names:
+        try:
+            specs.append(envs_tasks.get(name))
+        except KeyError as e:  # UnknownTaskError carries suggestions
+            raise ConfigError(
+                f"unknown task {name!r} for --task: {e}. Use a task id or prompt from "
+                "envs.tasks.list_tasks(backend='voxel'), a group "
+                f"({', '.join(GROUPS)}), or cartpole"
+            ) from None
+    return specs
+
+
+def success_bonus(cfg, specs) -> float:
+    """The success bonus of a stage: none on Creative tasks (their success is the simulator's
+    privileged check, which the paper never pays; under --reward mineclip MineCLIP alone)."""
+    creative = [s.id for s in specs if s.category == "creative"]
+    if creative and len(creative) < len(specs) and cfg.success_bonus:
+        raise ConfigError(
+            f"a stage mixes Creative tasks {creative} (no success bonus) with programmatic ones "
+            "(--success-bonus): train them in separate --stages, or pass --success-bonus 0"
+        )
+    return 0.0 if creative else float(cfg.success_bonus)
+
+
+def uses_target_features(cfg) -> bool:
+    """Whether training reads envs.voxel.target_features (privileged critic / policy, aux loss)."""
+    return cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0
+
+
+def validate_tasks(cfg, stages) -> None:
+    """ConfigError for tasks, rewards and backends that cannot go together (before any env is
+    built): unknown tasks, cartpole mixed with others, MineCLIP without a checkpoint or frames,
+    a stage mixing Creative and programmatic tasks, what the backend cannot run."""
+    from pathlib import Path
+
+    if cfg.reward == "mineclip" and not cfg.mineclip_ckpt:
+        raise ConfigError("--reward mineclip needs --mineclip-ckpt PATH (attn.pth, avg.pth or a "
+                          "native checkpoint dir); without one use --reward manual or sparse")  # fmt: skip
+    if cfg.mineclip_ckpt and not Path(cfg.mineclip_ckpt).expanduser().exists():
+        raise ConfigError(
+            f"--mineclip-ckpt {cfg.mineclip_ckpt!r} does not exist; download attn.pth from the "
+            "MineCLIP release (or convert one with mineclip_jax.convert) and pass its path"
+        )
+    validate_backend(cfg, stages)
+    if any(t == "cartpole" for s in stages for t in s):
+        if any(t != "cartpole" for s in stages for t in s) or any(len(s) > 1 for s in stages):
+            raise ConfigError("cartpole cannot be mixed with other tasks")
+        if cfg.mineclip_ckpt:
+            raise ConfigError("--mineclip-ckpt needs a task with rgb frames; cartpole has none")
+    else:
+        for s in stages:
+            success_bonus(cfg, task_specs(s))
+
+
+def validate_backend(cfg, stages) -> None:
+    """ConfigError for what the chosen backend cannot run (before any env is built)."""
+    target_features_on = uses_target_features(cfg)
+    if cfg.backend == "jax":
+        if target_features_on and any(t == "cartpole" for s in stages for t in s):
+            raise ConfigError("--privileged-critic / --privileged-policy / --aux-coef read the "
+                              "embedded world's state; cartpole has no task target")  # fmt: skip
+        return
+    flag = f"--backend {cfg.backend}"
+    if any(t == "cartpole" for s in stages for t in s):
+        raise ConfigError(f"cartpole is a JAX env; train it with --backend jax, not {flag}")
+    if target_features_on:
+        raise ConfigError(f"--privileged-critic / --privileged-policy / --aux-coef read the "
+                          f"embedded world's state, which {flag} does not expose; use --backend "
+                          f"jax or turn them off")  # fmt: skip
+    if cfg.bridge_envs_per_worker < 1:
+        raise ConfigError(
+            f"--bridge-envs-per-worker must be >= 1, got {cfg.bridge_envs_per_worker}"
+        )
+    if cfg.bridge_timeout_s is not None and cfg.bridge_timeout_s <= 0:
+        raise ConfigError(f"--bridge-timeout-s must be positive, got {cfg.bridge_timeout_s}")
+    if cfg.bridge_max_restarts < 0:
+        raise ConfigError(f"--bridge-max-restarts must be >= 0, got {cfg.bridge_max_restarts}")
+    if cfg.backend != "minedojo":
+        return
+    if any(len(s) > 1 for s in stages):
+        raise ConfigError(
+            "--backend minedojo runs one task per stage (every env runs it); give one --task, "
+            "or a curriculum with --stages 'task a;task b'"
+        )
+    if cfg.bridge_envs_per_worker != 1:
+        raise ConfigError("--bridge-envs-per-worker is for --backend process; MineDojo runs one "
+                          "Minecraft per worker")  # fmt: skip
+    if cfg.minedojo_port is not None:
+        if cfg.num_envs != 1:
+            raise ConfigError(
+                f"--minedojo-port connects every env to one running server; use --num-envs 1 "
+                f"(and --num-minibatches 1), got --num-envs {cfg.num_envs}"
+            )
+        return
+    from envs.bridge import launcher
+
+    try:  # the bridge's own checks, here rather than after N workers failed to launch
+        launcher.resolve_jar(cfg.minedojo_jar)
+        launcher.resolve_java(cfg.minedojo_java)
+    except launcher.LaunchError as e:
+        raise ConfigError(
+            f"--backend minedojo: {e}. CLI: --minedojo-jar PATH / --minedojo-java PATH; or train "
+            "on the embedded world with --backend jax or process"
+        ) from None
+
+
+# ----------------------------------------------------------------------------- actions
+def action_table(action_space: str) -> tuple[tuple[int, ...], np.ndarray | None, tuple[int, ...]]:
+    """(policy action dims, compact table int [A, 8] or None, the policy's no-op action)."""
+    from envs import spaces
+
+    if action_space == "compact":
+        dims = (int(spaces.NUM_COMPACT_ACTIONS),)
+        return dims, np.asarray(spaces.COMPACT_ACTIONS, np.int64), (int(spaces.COMPACT_NOOP),)
+    dims = tuple(int(x) for x in spaces.ACTION_NVEC[:6])
+    return dims, None, tuple(int(x) for x in spaces.NOOP_ACTION[:6])
+
+
+def to_env_action_fn(action_space: str, xp=jnp):
+    """Policy action -> MineDojo MultiDiscrete action: one env `[K] -> [8]` for `xp=jnp`, a
+    batch `[B, K] -> [B, 8]` for `xp=np` (the host driver)."""
+    _, table, _ = action_table(action_space)
+    if table is not None:
+        t = xp.asarray(table, xp.int32 if xp is jnp else np.int64)
+        return (lambda a: t[a[0]]) if xp is jnp else (lambda a: t[a[:, 0]])
+    if xp is jnp:
+        return lambda a: jnp.concatenate([a, jnp.zeros((2,), jnp.int32)])
+    return lambda a: np.concatenate([a, np.zeros((a.shape[0], 2), a.dtype)], axis=1)
+
+
+def compact_action_prior(kind: str) -> tuple[float, ...] | None:
+    """Initial logits over the 89 compact actions (None for a uniform policy).
+
+    "balanced" gives four groups a quarter of the probability each, uniform within a group:
+    level camera turns (pitch 0, 9 incl. the no-op), turns that change the pitch (72), movement
+    (6) and {use, attack}. Under a uniform policy forward has probability 2/89 and attack 1/89,
+    and 72/89 of the steps tilt the view, so a fresh agent ends up staring at the sky or the
+    ground, turning in place; in "hunt a cow" random play hits a cow in 1.2% of 400-tick
+    episodes with the uniform policy and 7.8% with this one.
+    """
+    if kind == "uniform":
+        return None
+    if kind != "balanced":
+        raise ConfigError(f"--action-prior must be uniform or balanced, got {kind!r}")
+    from envs import spaces
+
+    def group(name: str) -> int:
+        if name.startswith("camera_pitch+0_"):
+            return 0
+        if name.startswith("camera"):
+            return 1
+        return 3 if name in ("use", "attack") else 2
+
+    groups = [group(n) for n in spaces.COMPACT_NAMES]
+    sizes = np.bincount(groups, minlength=4)
+    return tuple(float(np.log(1.0 / (4.0 * sizes[g]))) for g in groups)
+
+
+# ----------------------------------------------------------------------------- observations
+AUX_FEATURES = ("in_view", "screen_x", "screen_y", "distance")
+"""What --aux-coef asks the policy's features to predict: whether the task's target is in the
+frame, where, and how far; where and how far count only while it is in view (what the frame
+shows)."""
+
+
+def aux_targets(target_features):
+    from envs import voxel
+
+    idx = [voxel.TARGET_FEATURES.index(n) for n in AUX_FEATURES]
+    target = target_features[..., jnp.array(idx)]
+    in_view = target_features[..., voxel.TARGET_FEATURES.index("in_view")]
+    mask = jnp.stack([jnp.ones_like(in_view)] + [in_view] * (len(AUX_FEATURES) - 1), axis=-1)
+    return target, mask
+
+
+def voxel_policy_obs(obs):
+    """Embedded-world (or MineDojo) observation of one env -> MineAgent inputs (agents.networks)."""
+    out = {}
+    if "rgb" in obs:
+        out["rgb"] = obs["rgb"]
+    loc = obs.get("location_stats", {})
+    if "yaw" in loc and "pitch" in loc:
+        yaw = jnp.deg2rad(jnp.asarray(loc["yaw"], jnp.float32).reshape(()))
+        pitch = jnp.deg2rad(jnp.asarray(loc["pitch"], jnp.float32).reshape(()))
+        out["compass"] = jnp.stack([jnp.sin(yaw), jnp.cos(yaw), jnp.sin(pitch), jnp.cos(pitch)])
+    if "pos" in loc:
+        out["gps"] = jnp.asarray(loc["pos"], jnp.float32).reshape(3) / jnp.array(
+            [1000.0, 100.0, 1000.0]
+        )
+    vox = obs.get("voxels")
+    if isinstance(vox, dict) and "block_name" in vox:
+        out["voxels"] = jnp.asarray(vox["block_name"], jnp.int32).reshape(-1)
+    if "target_features" in obs:  # training-only: the critic's input / the auxiliary targets
+        tf = jnp.asarray(obs["target_features"], jnp.float32)
+        out["privileged"] = tf
+        out["aux_target"], out["aux_mask"] = aux_targets(tf)
+    return out
+
+
+def _with_target_features(reset, step):
+    """reset/step that add obs["target_features"] (envs.voxel.target_features of the state the
+    observation belongs to; after an auto-reset, of the new episode)."""
+    from envs import voxel
+
+    def reset_tf(key, params, static):
+        obs, state = reset(key, params, static)
+        return {**obs, "target_features": voxel.target_features(state, params, static)}, state
+
+    def step_tf(key, state, action, params, static):
+        obs, state, reward, terminated, truncated, info = step(key, state, action, params, static)
+        obs = {**obs, "target_features": voxel.target_features(state, params, static)}
+        return obs, state, reward, terminated, truncated, info
+
+    return reset_tf, step_tf
+
+
+# ----------------------------------------------------------------------------- on-device envs
+def cartpole_env(cfg) -> lrn.JaxEnv:
+    n = cfg.num_envs
+    params = jax.tree.map(
+        lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float32), (n,)), testing.CartPoleParams()
+    )
+    return lrn.JaxEnv(
+        reset=testing.reset,
+        step=testing.step_autoreset,
+        params=params,
+        static=testing.CartPoleStatic(),
+        action_dims=testing.ACTION_DIMS,
+        to_env_action=lambda a: a,
+        policy_obs=lambda o: o,
+        reward_fn=lambda r, info: r,
+        task_ids=np.zeros(n, np.int32),
+        num_tasks=1,
+        task_names=("cartpole",),
+    )
+
+
+def frame_size(cfg) -> tuple[int, int]:
+    """Frames are 160x256 with MineCLIP (what it was trained on), else --image-size."""
+    return (160, 256) if cfg.mineclip_ckpt else tuple(cfg.image_size)
+
+
+def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.JaxEnv:
+    """The embedded world for one stage: env i runs `task_names[i % len(task_names)]`; the
+    worlds are generated from `seed` (default `cfg.seed`)."""
+    from envs import voxel
+
+    use_mineclip = bool(cfg.mineclip_ckpt)
+    specs = task_specs(task_names)
+    h, w = frame_size(cfg)
+    static = voxel.VoxelStaticConfig(
+        size_x=cfg.world_size, size_z=cfg.world_size, height=h, width=w,
+        render=cfg.render or use_mineclip,
+        world_pool_size=cfg.world_pool, action_repeat=cfg.action_repeat,
+    )  # fmt: skip
+    n = cfg.num_envs
+    task_ids = np.arange(n, dtype=np.int32) % len(specs)
+    pool = None
+    per_task = []
+    for spec in specs:  # one world pool shared by every task
+        p = voxel.make_params(spec, static, seed=cfg.seed if seed is None else seed, pool=pool,
+                              max_steps=cfg.max_episode_steps)  # fmt: skip
+        pool = p.pool
+        per_task.append(p)
+    params = jax.tree.map(lambda *xs: jnp.stack(xs)[task_ids], *per_task)
+    dims, _, noop = action_table(cfg.action_space)
+    bonus = success_bonus(cfg, specs)
+    if cfg.reward == "manual":
+
+        def reward_fn(r, info):
+            return info["dense_reward"] + bonus * info["success"].astype(jnp.float32)
+    else:  # sparse (mineclip adds its own term through the hooks)
+
+        def reward_fn(r, info):
+            return bonus * info["success"].astype(jnp.float32)
+
+    reset, step = voxel.reset, voxel.step_autoreset
+    if uses_target_features(cfg):
+        reset, step = _with_target_features(reset, step)
+
+    return lrn.JaxEnv(
+        reset=reset,
+        step=step,
+        params=params,
+        static=static,
+        action_dims=dims,
+        to_env_action=to_env_action_fn(cfg.action_space),
+        policy_obs=voxel_policy_obs,
+        reward_fn=reward_fn,
+        task_ids=task_ids,
+        num_tasks=len(specs),
+        task_names=tuple(s.id for s in specs),
+        task_conditioned=True,
+        noop_action=noop,
+    )
+
+
+# ----------------------------------------------------------------------------- host-stepped envs
+def voxel_env_kwargs(cfg) -> dict:
+    """`envs.make` / `envs.make_vector` keyword arguments of the embedded world a run trains on
+    (frame size, rendering, world size and pool, episode limit, action repeat): what the host
+    driver's workers and `agents.evaluate` build, so a policy meets the env it was trained on."""
+    h, w = frame_size(cfg)
+    return dict(render=bool(cfg.render or cfg.mineclip_ckpt), height=h, width=w,
+                size_x=cfg.world_size, size_z=cfg.world_size, world_pool_size=cfg.world_pool,
+                max_steps=cfg.max_episode_steps, action_repeat=cfg.action_repeat)  # fmt: skip
+
+
+def make_host_vector_env(cfg, tasks: tuple[str, ...], log_dir: Path | None = None):
+    """The Gymnasium vector env of a host-stepped backend: the embedded world in bridge worker
+    processes (`process`, env i runs `tasks[i % len(tasks)]`) or MineDojo's Java simulator.
+    With a MineCLIP checkpoint the frames are 160x256 (what MineCLIP was trained on) and
+    rendered whatever --image-size / --no-render say, as on the jax backend."""
+    h, w = frame_size(cfg)
+    common = dict(max_restarts=cfg.bridge_max_restarts,
+                  log_dir=None if log_dir is None else str(log_dir))  # fmt: skip
+    if cfg.backend == "process":
+        from envs.bridge import ProcessVectorEnv
+
+        timeout = cfg.bridge_timeout_s or 60.0
+        return ProcessVectorEnv(
+            "agents.host_envs:voxel_env", cfg.num_envs, timeout_s=timeout,
+            startup_timeout_s=max(600.0, timeout), envs_per_worker=cfg.bridge_envs_per_worker,
+            tasks=tuple(tasks), seed=cfg.seed, compile_cache=cfg.compile_cache,
+            **voxel_env_kwargs(cfg), **common,
+        )  # fmt: skip
+    if cfg.backend == "minedojo":
+        import envs
+
+        opts = dict(jar=cfg.minedojo_jar, java=cfg.minedojo_java,
+                    run_template=cfg.minedojo_run_template, headless=cfg.minedojo_headless)  # fmt: skip
+        if cfg.minedojo_port is not None:
+            opts["malmo_port"] = cfg.minedojo_port
+        return envs.make_vector(tasks[0], cfg.num_envs, backend="minedojo", height=h, width=w,
+                                timeout_s=cfg.bridge_timeout_s or 120.0, **common, **opts)  # fmt: skip
+    raise ConfigError(f"--backend {cfg.backend!r} is not host-stepped")
+
+
+def host_policy_obs(cfg):
+    """One env's Gymnasium observation -> policy inputs (the embedded world's layout; MineDojo
+    always sends frames, which --no-render hides as on the jax backend)."""
+    hide_rgb = not cfg.render and not cfg.mineclip_ckpt
+
+    def policy_obs(obs):
+        if hide_rgb:
+            obs = {k: v for k, v in obs.items() if k != "rgb"}
+        return voxel_policy_obs(obs)
+
+    return policy_obs
+
+
+def host_success_fn(info, n: int) -> np.ndarray:
+    return np.asarray(info.get("success", np.zeros(n, bool)), bool)
+
+
+def host_reward_fn(cfg, tasks: tuple[str, ...]):
+    """`reward_fn(env_reward [N], info) -> [N]` of the host driver: manual / sparse + success
+    bonus (MineCLIP adds its term through the hooks). Manual: the embedded world reports its
+    dense shaping; MineDojo cannot (Malmo has no target distances), so there it is the task's
+    programmatic reward."""
+    n = cfg.num_envs
+    bonus = np.float32(success_bonus(cfg, task_specs(tasks)))
+
+    def reward_fn(r, info):
+        r_succ = bonus * host_success_fn(info, n).astype(np.float32)
+        if cfg.reward != "manual":
+            return r_succ
+        dense = info.get("dense_reward") if cfg.backend == "process" else r
+        if dense is None:  # no env reported one this step (all were resetting)
+            dense = np.zeros(n, np.float32)
+        return np.asarray(dense, np.float32) + r_succ
+
+    return reward_fn

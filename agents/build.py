@@ -1,0 +1,143 @@
+"""One stage's parts, built once: env adapter, network, MineCLIP hooks and the jitted learner
+(`build`, on-device driver) or the host-stepped driver over a Gymnasium vector env
+(`build_host_driver`). Both drivers get the same network, observations, action table and
+reward choice (`agents.adapters`).
+
+`build` is cached per static configuration (shapes, branches, env, seed) and ignores the run's
+bookkeeping fields and its traced hyper-parameters (`agents.learner.HYPER_FIELDS`): two runs in
+one process that differ only in, say, `ent_coef` share one compiled learner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+
+from agents import adapters, networks, sebulba
+from agents import learner as lrn
+from agents.mineclip_hooks import host_mineclip_hooks, mineclip_hooks
+
+RUN_FIELDS = ("task", "stages", "out", "resume", "progress", "log_every", "checkpoint_every",
+              "video_every", "video_length", "compile_cache", "seeds", "preset")  # fmt: skip
+"""Config fields that never change what is built (run directory, logging, the task list, which
+`build` takes separately, and the number of seeds, which stacks identical runs)."""
+
+
+def static_key(cfg) -> tuple:
+    """What `build` depends on: every field but `RUN_FIELDS`, hyper-parameters reduced to
+    whether their term is on (`vf_clip` given, `smooth_coef` / `aux_coef` > 0)."""
+    hyper = set(lrn.HYPER_FIELDS)
+    out = []
+    for f in dataclasses.fields(cfg):
+        if f.name in RUN_FIELDS:
+            continue
+        v = getattr(cfg, f.name)
+        if f.name in hyper:
+            v = ("on", v is not None and v != 0) if f.name in ("vf_clip", "smooth_coef",
+                                                              "aux_coef") else None  # fmt: skip
+        out.append((f.name, tuple(v) if isinstance(v, list) else v))
+    return tuple(out)
+
+
+def build_network(cfg, env: lrn.JaxEnv):
+    if env.task_names == ("cartpole",):
+        return networks.MLPActorCritic(env.action_dims)
+    from envs import spaces, voxel
+
+    prior = None
+    if cfg.action_space == "compact":
+        p = adapters.compact_action_prior(cfg.action_prior)
+        prior = None if p is None else (p,)
+
+    size = (
+        dict(fusion_dim=512, actor_hidden=256, actor_depth=3, critic_hidden=256, image_dim=512)
+        if cfg.agent_size == "paper"
+        else dict(fusion_dim=256, actor_hidden=128, actor_depth=2, critic_hidden=128,
+                  image_dim=256, cnn_channels=(16, 32), feat_hidden=64)
+    )  # fmt: skip
+    return networks.MineAgent(
+        action_dims=env.action_dims,
+        num_tasks=env.num_tasks,
+        num_block_ids=int(spaces.NUM_BLOCKS),
+        action_prior=prior,
+        cnn=cfg.cnn,
+        privileged_critic=cfg.privileged_critic,
+        privileged_actor=cfg.privileged_policy,
+        privileged_size=voxel.NUM_TARGET_FEATURES,
+        aux_dim=len(adapters.AUX_FEATURES) if cfg.aux_coef > 0 else 0,
+        **size,
+    )
+
+
+@dataclasses.dataclass
+class Built:
+    learner: lrn.Learner
+    env: lrn.JaxEnv
+    mineclip: object | None
+
+
+_BUILT: dict = {}
+
+
+def build(cfg, tasks: tuple[str, ...] | None = None) -> Built:
+    """Env, network, hooks and the jitted learner for one stage (cached, see the module doc)."""
+    tasks = tuple(tasks or adapters.stage_tasks(cfg.task, cfg.stages)[0])
+    key = (static_key(cfg), tasks)
+    if key not in _BUILT:
+        _BUILT[key] = _build(cfg, tasks)
+    return _BUILT[key]
+
+
+def _unroll(cfg, cnn: bool) -> bool:
+    """Unrolled epoch/minibatch scans on CPU for a CNN (jax-ml/jax#12868), unless --unroll says."""
+    if cfg.unroll is not None:
+        return bool(cfg.unroll)
+    return jax.default_backend() == "cpu" and cnn
+
+
+def _build(cfg, tasks: tuple[str, ...]) -> Built:
+    cartpole = tasks == ("cartpole",)
+    hooks, consts, mc = None, None, None
+    if cartpole:
+        env = adapters.cartpole_env(cfg)
+    else:
+        env = adapters.voxel_env(cfg, tasks)
+        if cfg.mineclip_ckpt:
+            prompts = tuple(s.prompt for s in adapters.task_specs(tasks))
+            hooks, consts, mc = mineclip_hooks(cfg, env, prompts)
+    network = build_network(cfg, env)
+    lcfg = dataclasses.replace(
+        lrn.LearnerConfig.from_config(cfg),
+        unroll=_unroll(cfg, cnn=not cartpole and not cfg.mineclip_ckpt),
+    )
+    learner = lrn.Learner(lcfg, env, network, lrn.make_mesh(cfg.num_devices), hooks=hooks,
+                          consts=consts, hp=lrn.HyperParams.from_config(cfg))  # fmt: skip
+    return Built(learner, env, mc)
+
+
+def build_host_driver(cfg, tasks: tuple[str, ...], vec_env) -> sebulba.HostDriver:
+    """HostDriver over `vec_env` with the policy, observations, actions and rewards of the
+    on-device path: the same network (`build_network`), `voxel_policy_obs`, the compact action
+    table, manual / sparse rewards and, with --mineclip-ckpt, frozen MineCLIP features (+ the
+    MineCLIP reward with --reward mineclip) computed once per frame in the driver's inference
+    call (`host_mineclip_hooks`)."""
+    from types import SimpleNamespace
+
+    names = tuple(s.id for s in adapters.task_specs(tasks))
+    dims, _, noop = adapters.action_table(cfg.action_space)
+    n = cfg.num_envs
+    net = build_network(cfg, SimpleNamespace(task_names=names, action_dims=dims,
+                                             num_tasks=len(names)))  # fmt: skip
+    use_mc = bool(cfg.mineclip_ckpt)
+    hooks, consts = host_mineclip_hooks(cfg, tasks)[:2] if use_mc else (None, None)
+    return sebulba.HostDriver(
+        dataclasses.replace(cfg, unroll=_unroll(cfg, cnn=not use_mc)), vec_env, net,
+        action_dims=dims, policy_obs=adapters.host_policy_obs(cfg),
+        to_env_action=adapters.to_env_action_fn(cfg.action_space, np),
+        reward_fn=adapters.host_reward_fn(cfg, tasks), success_fn=adapters.host_success_fn,
+        mesh=lrn.make_mesh(cfg.num_devices), task_ids=np.arange(n) % len(names),
+        num_tasks=len(names), task_conditioned=True, hooks=hooks, consts=consts,
+        noop_action=noop,
+    )  # fmt: skip

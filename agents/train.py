@@ -1,0 +1,468 @@
+"""The training loop behind `python -m agents.ppo`: stages, logging, checkpoint cadence, videos.
+
+    from agents import train
+    summary = train.train(cfg)      # cfg: a validated config (agents.ppo.PPOConfig)
+
+Each stage builds its learner (`agents.build`) and runs one of two drivers with the same update:
+`--backend jax` rolls out inside one jitted `lax.scan` (Anakin), `process` / `minedojo` step a
+Gymnasium vector env on the host (`agents.sebulba`, Sebulba). Hyper-parameters travel as a traced
+pytree (`agents.learner.HyperParams`), so runs that differ only in them share compiled code.
+
+`cfg.seeds` K > 1 (jax backend) trains seeds `cfg.seed .. cfg.seed + K - 1` in ONE compiled
+program (the runner stacked over a leading seed axis, `vmap`ped); each seed gets its own run
+directory `OUT/seed<s>/` with `config.json` (a single-seed config: `load_policy` and
+`agents.evaluate` take it as is), checkpoints, `metrics.jsonl`, TensorBoard events, videos and
+`summary.json`; `OUT/summary.json` holds every seed's summary.
+
+Resuming (`cfg.resume`) restores the newest intact checkpoint (a damaged one is reported by step
+and directory and skipped), drops the metrics rows, TensorBoard events and videos written after
+it, and continues up to the (possibly larger) budget; a run with nothing left to train keeps its
+`summary.json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from agents import adapters, checkpoints, networks
+from agents import learner as lrn
+from agents.build import build, build_host_driver
+from agents.video import record_video, write_video
+
+ConfigError = adapters.ConfigError
+
+
+# ----------------------------------------------------------------------------- per-seed outputs
+@dataclasses.dataclass
+class RunOutput:
+    """One seed's run directory and its open writers."""
+
+    seed: int
+    run_dir: Path
+    mgr: object
+    writer: object = None
+    metrics: object = None
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+        if self.metrics is not None:
+            self.metrics.close()
+
+
+def seed_dirs(cfg) -> list[tuple[int, Path]]:
+    """(seed, run directory) of every seed the run trains."""
+    run_dir = Path(cfg.out).expanduser()
+    k = int(getattr(cfg, "seeds", 1))
+    if k == 1:
+        return [(cfg.seed, run_dir)]
+    return [(cfg.seed + i, run_dir / f"seed{cfg.seed + i}") for i in range(k)]
+
+
+def _seed_config(cfg, seed: int, run_dir: Path):
+    return dataclasses.replace(cfg, seed=seed, seeds=1, out=str(run_dir))
+
+
+# ----------------------------------------------------------------------------- metrics
+def summarise(m, task_names):
+    """One update's metrics (+ episode totals accumulated since the last log) -> a log row."""
+    eps = np.asarray(m["episodes"])
+    out = {k: float(np.mean(v)) for k, v in m.items() if np.ndim(v) == 0}
+    tot = max(float(eps.sum()), 1.0)
+    out["episodes"] = float(eps.sum())
+    if eps.sum() > 0:
+        out["episodic_return"] = float(np.sum(m["return_sum"]) / tot)
+        out["episode_length"] = float(np.sum(m["length_sum"]) / tot)
+        out["success_rate"] = float(np.sum(m["success_sum"]) / tot)
+        if len(task_names) > 1:
+            for i, name in enumerate(task_names):
+                if eps[i] > 0:
+                    out[f"success_rate/{name}"] = float(m["success_sum"][i] / eps[i])
+                    out[f"episodic_return/{name}"] = float(m["return_sum"][i] / eps[i])
+    return out
+
+
+def _accumulate(acc, m):
+    keys = ("episodes", "return_sum", "length_sum", "success_sum")
+    if acc is None:
+        return {k: np.asarray(m[k], np.float64) for k in keys}
+    return {k: acc[k] + np.asarray(m[k]) for k in keys}
+
+
+def drop_rows_after(run_dir: Path, update: int) -> int:
+    """Keep the metrics rows up to global update `update` (a resume continues after it); returns
+    how many were dropped. Videos named after a later update go too."""
+    path = run_dir / "metrics.jsonl"
+    dropped = 0
+    if path.exists():
+        keep = []
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a row cut by a kill
+                dropped += 1
+                continue
+            if row.get("update", 0) <= update:
+                keep.append(line)
+            else:
+                dropped += 1
+        path.write_text("".join(x + "\n" for x in keep))
+    for video in (run_dir / "videos").glob("*_update*.mp4"):
+        if int(video.stem.rsplit("_update", 1)[1]) > update:
+            video.unlink()
+    return dropped
+
+
+def _summary_writer(run_dir: Path, purge_step: int | None = None):
+    from tensorboardX import SummaryWriter
+
+    return SummaryWriter(str(run_dir / "tb"), purge_step=purge_step)
+
+
+def enable_compile_cache(path: str) -> None:
+    """Persist compiled executables across processes (the embedded world takes minutes to compile
+    on a small CPU). Best effort: a process that already compiled without a cache keeps none."""
+    if not path or jax.config.jax_compilation_cache_dir:
+        return
+    path = os.path.expanduser(path)
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 2.0)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def newest_intact_meta(mgr, run_dir: Path) -> tuple[int, dict]:
+    """(step, meta) of the newest checkpoint whose metadata reads; damaged ones are reported."""
+    steps = sorted(mgr.all_steps(), reverse=True)
+    if not steps:
+        raise ConfigError(
+            f"--resume: {str(run_dir)!r} has a config but no checkpoint (none was saved, or they "
+            "were deleted); drop --resume and choose a new --out to start over"
+        )
+    problems = []
+    for step in steps:
+        try:
+            return step, checkpoints.restore_meta(mgr, step)
+        except Exception as e:  # noqa: BLE001 - any unreadable file means a damaged checkpoint
+            problems.append(_damaged(run_dir, step, e))
+    raise ConfigError("no intact checkpoint to resume from: " + "; ".join(problems))
+
+
+def _damaged(run_dir: Path, step: int, err: Exception) -> str:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    msg = (f"checkpoint step {step} ({run_dir / 'checkpoints' / str(step)}) is damaged: "
+           f"{type(err).__name__}: {first[:300]}")  # fmt: skip
+    return msg
+
+
+def restore_intact(out: RunOutput, like: lrn.Runner, shardings, stage: int) -> lrn.Runner:
+    """The newest checkpoint of this stage that restores; a damaged one is named and skipped."""
+    problems = []
+    for step in sorted(out.mgr.all_steps(), reverse=True):
+        try:
+            runner, meta = checkpoints.restore_checkpoint(out.mgr, like, shardings, step)
+        except Exception as e:  # noqa: BLE001 - see newest_intact_meta
+            problems.append(_damaged(out.run_dir, step, e))
+            # moved aside (kept for inspection) so the resumed run can save this step again
+            aside = out.run_dir / "damaged_checkpoints" / str(step)
+            aside.parent.mkdir(exist_ok=True)
+            shutil.move(str(out.run_dir / "checkpoints" / str(step)), str(aside))
+            out.mgr.reload()
+            print(f"warning: {problems[-1]}; moved to {aside}, trying an older one")
+            continue
+        if int(meta["stage"]) != stage:
+            break
+        if problems:
+            print(f"resuming from checkpoint step {step} instead")
+        return runner
+    raise ConfigError(
+        f"no intact checkpoint of stage {stage} in {str(out.run_dir)!r}: " + "; ".join(problems)
+    )
+
+
+# ----------------------------------------------------------------------------- the loop
+def train(cfg, *, stop_after_updates: int | None = None) -> dict:
+    """Train (or, with `cfg.resume`, continue) a run; returns the final summary with the runner
+    (`"runner"`; seed-stacked with K seeds, whose summaries are under `"seeds"`).
+    `stop_after_updates` ends the process early as if killed after that many updates (tests of
+    exact resumption). `cfg` is validated by the caller (`agents.ppo.validate`)."""
+    enable_compile_cache(cfg.compile_cache)
+    run_dir = Path(cfg.out).expanduser()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / checkpoints.CONFIG_FILE).write_text(
+        json.dumps(checkpoints.config_to_json(cfg), indent=2) + "\n"
+    )
+    stages = adapters.stage_tasks(cfg.task, cfg.stages)
+    outs = []
+    for seed, d in seed_dirs(cfg):
+        if d != run_dir:
+            d.mkdir(parents=True, exist_ok=True)
+            scfg = _seed_config(cfg, seed, d)
+            (d / checkpoints.CONFIG_FILE).write_text(
+                json.dumps(checkpoints.config_to_json(scfg), indent=2) + "\n"
+            )
+        outs.append(RunOutput(seed, d, checkpoints.ckpt_manager(d)))
+    start_stage, global_updates = 0, 0
+    if cfg.resume:
+        _, meta = newest_intact_meta(outs[0].mgr, outs[0].run_dir)
+        start_stage, global_updates = int(meta["stage"]), int(meta.get("base_updates", 0))
+    summary, runner, carried, trained = {}, None, None, False
+    hp = lrn.HyperParams.from_config(cfg)
+    run_stage = _anakin_stage if cfg.backend == "jax" else _host_stage
+    try:
+        for stage in range(start_stage, len(stages)):
+            restore = cfg.resume and runner is None
+            summary = run_stage(cfg, hp, stages, stage, outs, stop_after_updates, global_updates,
+                                restore=restore, carried=carried)  # fmt: skip
+            runner = summary.pop("runner")
+            trained |= summary.pop("trained")
+            if summary.get("stopped"):
+                break
+            global_updates = summary["updates_total"]
+            carried = (jax.device_get(runner.si_buffer), jax.device_get(runner.params),
+                       _task_ids(stages[stage]))  # fmt: skip
+    finally:
+        for out in outs:
+            out.close()
+    if not trained:  # nothing left to train: the finished run's summary stays as it is
+        print(f"nothing to train in {str(run_dir)!r}: it already ran its {global_updates} "
+              "updates; pass a larger --total-steps with --resume to continue it")  # fmt: skip
+        old = run_dir / "summary.json"
+        return {**(json.loads(old.read_text()) if old.exists() else {}), "runner": runner}
+    per_seed = summary.pop("seeds", None)
+    if per_seed is None:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return {**summary, "runner": runner}
+    for out, s in zip(outs, per_seed, strict=True):
+        (out.run_dir / "summary.json").write_text(json.dumps(s, indent=2) + "\n")
+    top = {"seeds": {str(out.seed): s for out, s in zip(outs, per_seed, strict=True)}}
+    (run_dir / "summary.json").write_text(json.dumps(top, indent=2) + "\n")
+    return {**top, "runner": runner}
+
+
+def remap_si_tasks(si_buf, old_tasks, new_tasks):
+    """A carried SI buffer's task ids (and the policy's `task_id` inputs it stores) re-indexed
+    from the previous stage's task list to this stage's; trajectories of tasks this stage does
+    not train leave the buffer (their task has no slot here)."""
+    new_index = {t: i for i, t in enumerate(new_tasks)}
+    table = np.array([new_index.get(t, -1) for t in old_tasks], np.int32)
+    mapped = table[np.asarray(si_buf.task_id)]
+    keep = np.asarray(si_buf.valid) & (mapped >= 0)
+    obs = dict(si_buf.obs)
+    if "task_id" in obs:
+        obs["task_id"] = np.maximum(table[np.asarray(obs["task_id"])], 0)
+    return si_buf.replace(task_id=np.maximum(mapped, 0), valid=keep, obs=obs)
+
+
+def next_stage(runner: lrn.Runner, carried, L: lrn.Learner, new_tasks=None) -> lrn.Runner:
+    """Multi-stage training (paper App. G.3): keep the SI buffer (task ids re-indexed for this
+    stage) and the network but the policy head, which starts fresh; fresh optimizer states."""
+    si_buf, old_params = carried[:2]
+    if len(carried) > 2 and new_tasks is not None:
+        si_buf = remap_si_tasks(si_buf, carried[2], new_tasks)
+    params = networks.reset_policy_head(old_params, runner.params)
+    if jax.tree.structure(si_buf) == jax.tree.structure(runner.si_buffer) and all(
+        a.shape == b.shape
+        for a, b in zip(jax.tree.leaves(si_buf), jax.tree.leaves(runner.si_buffer))
+    ):
+        runner = runner.replace(si_buffer=si_buf)
+    return runner.replace(params=params, opt_state=lrn.adam_init(params),
+                          si_opt_state=lrn.adam_init(params))  # fmt: skip
+
+
+def _task_ids(tasks) -> tuple[str, ...]:
+    """A stage's task ids (prompts and ids of one task compare equal)."""
+    return (
+        tuple(tasks)
+        if tuple(tasks) == ("cartpole",)
+        else tuple(s.id for s in adapters.task_specs(tasks))
+    )
+
+
+def _slice(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carried):
+    """One stage on a JAX env: each update is one jitted rollout (lax.scan) + PPO call; with K
+    seeds one call for all of them (the runner stacked over a leading seed axis)."""
+    tasks = stages[stage]
+    built = build(cfg, tasks)
+    L = built.learner
+    k = len(outs)
+
+    def prepare(i, out):
+        scfg = cfg if k == 1 else _seed_config(cfg, out.seed, out.run_dir)
+        key = jax.random.PRNGKey(out.seed + 1000 * stage)
+        if k == 1:
+            runner = L.init_sharded(key)
+        else:  # this seed's worlds (the learner is the first seed's: the same program)
+            runner = jax.jit(L.init)(key, build(scfg, tasks).env.params)
+        if restore:
+            return restore_intact(out, runner, lrn.runner_shardings(runner, L.mesh), stage)
+        if carried is not None:  # multi-stage: keep SI buffer, reset the policy head
+            c = carried if k == 1 else (*_slice(carried[:2], i), carried[2])
+            return next_stage(runner, c, L, _task_ids(tasks))
+        return runner
+
+    runners = [prepare(i, out) for i, out in enumerate(outs)]
+    if k == 1:
+        runner = L.shard(runners[0])
+    else:
+        stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *runners)
+        runner = jax.device_put(stacked, lrn.runner_shardings(stacked, L.mesh, seeds=True))
+
+    def iterate(runner, update):
+        runner, m = L.iteration(runner, hp, seeds=k > 1)
+        if cfg.si_every > 0 and (update + 1) % cfg.si_every == 0:
+            runner, msi = L.si_phase(runner, hp, seeds=k > 1)
+            m = {**m, **msi}
+        return runner, m
+
+    def video(params, key):
+        return record_video(built, params, key, cfg.video_length)
+
+    return _train_stage(cfg, iterate, runner, L.num_updates, built.env.task_names, video, outs,
+                        stage, stop_after, base)  # fmt: skip
+
+
+def _host_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carried):
+    """One stage on host-stepped envs (`--backend process|minedojo`, agents.sebulba.HostDriver):
+    the envs step on the host, one batched jitted inference call per step, then the same PPO
+    update and SI phase as the on-device path. The vector env is closed when the stage ends,
+    also on errors. Resuming restarts the envs (simulator state is not checkpointed; episodes in
+    flight are dropped), so a resumed run is not bitwise-identical to an uninterrupted one; the
+    learner state (params, optimizers, SI buffer, RNG, counters) is restored exactly. No videos:
+    the host-stepped path has no JAX env to replay an episode in."""
+    tasks = stages[stage]
+    (out,) = outs
+    vec = adapters.make_host_vector_env(cfg, tasks, out.run_dir / "bridge_logs")
+    try:
+        driver = build_host_driver(cfg, tasks, vec)
+        L = driver.learner
+        fresh = driver.init(jax.random.PRNGKey(cfg.seed + 1000 * stage))
+        if restore:
+            restored = restore_intact(out, fresh, lrn.runner_shardings(fresh, L.mesh), stage)
+            runner = driver.adopt(restored, fresh)
+        elif carried is not None:
+            runner = L.shard(next_stage(fresh, carried, L, _task_ids(tasks)))
+        else:
+            runner = fresh
+        names = tuple(s.id for s in adapters.task_specs(tasks))
+        return _train_stage(cfg, lambda r, _: driver.iteration(r, hp), runner, L.num_updates,
+                            names, None, outs, stage, stop_after, base)  # fmt: skip
+    finally:
+        vec.close()
+
+
+def _open_logs(out: RunOutput, restored: int | None, steps_per_update: int) -> None:
+    """Open a seed's metrics file and TensorBoard writer; when resuming from global update
+    `restored`, first drop what was logged after it (a kill between a log and a checkpoint)."""
+    purge = None
+    if restored is not None:
+        dropped = drop_rows_after(out.run_dir, restored)
+        if dropped:
+            print(f"{out.run_dir}: dropped {dropped} metrics rows logged after update {restored}")
+        purge = restored * steps_per_update + 1
+    out.writer = _summary_writer(out.run_dir, purge_step=purge)
+    out.metrics = open(out.run_dir / "metrics.jsonl", "a")
+
+
+def _log_row(out: RunOutput, s: dict, step: int) -> None:
+    for k, v in s.items():
+        out.writer.add_scalar(k if "/" in k else f"charts/{k}", v, step)
+    out.metrics.write(json.dumps(s) + "\n")
+    out.metrics.flush()
+
+
+def _train_stage(cfg, iterate, runner, num_updates, task_names, video, outs, stage, stop_after,
+                 base):  # fmt: skip
+    """The update loop of one stage, whatever the driver: `iterate(runner, update) -> (runner,
+    metrics)`, logging, checkpoints and (with `video(params, key) -> frames`) MP4 videos. With K
+    seeds the runner and the metrics carry a leading seed axis; each seed logs and saves to its
+    own `RunOutput`."""
+    from tqdm import tqdm
+
+    k = len(outs)
+    seeded = k > 1
+    first = int(np.ravel(jax.device_get(runner.update_step))[0])
+    steps_per_update = cfg.num_envs * cfg.num_steps
+    for out in outs:
+        if out.metrics is None:  # the run's first stage in this process: open its logs
+            _open_logs(out, base + first if cfg.resume else None, steps_per_update)
+    bar = tqdm(total=num_updates, initial=first, disable=not cfg.progress,
+               desc=f"stage {stage} {','.join(task_names)}"[:60], dynamic_ncols=True)  # fmt: skip
+    accs, summaries = [None] * k, [{} for _ in range(k)]
+    t_last, u_last = time.time(), first
+    update, trained = first, False
+    try:
+        for update in range(first, num_updates):
+            runner, m = iterate(runner, update)
+            m = jax.device_get(m)
+            trained = True
+            per_seed = [_slice(m, i) for i in range(k)] if seeded else [m]
+            accs = [_accumulate(a, mi) for a, mi in zip(accs, per_seed, strict=True)]
+            done_updates = update + 1
+            if done_updates % cfg.log_every == 0 or done_updates == num_updates:
+                now = time.time()
+                dt = max(now - t_last, 1e-9)
+                step = (base + done_updates) * steps_per_update
+                for i, out in enumerate(outs):
+                    s = summarise({**per_seed[i], **accs[i]}, task_names)
+                    s["sps"] = k * (done_updates - u_last) * steps_per_update / dt
+                    s["updates_per_s"] = (done_updates - u_last) / dt
+                    s.update(env_steps=step, update=base + done_updates, stage=stage)
+                    _log_row(out, s, step)
+                    summaries[i], accs[i] = s, None
+                s = summaries[0]
+                post = {"sps": f"{s['sps']:.0f}", "ups": f"{s['updates_per_s']:.2f}"}
+                if "episodic_return" in s:
+                    post["ret"] = f"{s['episodic_return']:.2f}"
+                    post["succ"] = f"{s['success_rate']:.2f}"
+                    for name in task_names if len(task_names) > 1 else ():
+                        if f"success_rate/{name}" in s:
+                            post[name[:12]] = f"{s[f'success_rate/{name}']:.2f}"
+                bar.set_postfix(post)
+                t_last, u_last = now, done_updates
+            bar.update(1)
+            last = done_updates == num_updates
+            stopping = stop_after is not None and done_updates >= stop_after
+            if done_updates % cfg.checkpoint_every == 0 or last or stopping:
+                for i, out in enumerate(outs):
+                    r = _slice(runner, i) if seeded else runner
+                    checkpoints.save_checkpoint(out.mgr, base + done_updates, r, stage, base)
+            if (
+                video is not None
+                and cfg.video_every >= 0
+                and ((cfg.video_every > 0 and done_updates % cfg.video_every == 0) or last)
+            ):
+                for i, out in enumerate(outs):
+                    params = _slice(runner.params, i) if seeded else runner.params
+                    frames = video(params, jax.random.PRNGKey(done_updates))
+                    if frames is not None:
+                        name = f"stage{stage}_update{base + done_updates:06d}.mp4"
+                        write_video(frames, out.run_dir / "videos" / name)
+            if stopping and not last:
+                for s in summaries:
+                    s["stopped"] = True
+                break
+    finally:
+        bar.close()
+    summary = dict(summaries[0])
+    if seeded:
+        summary["seeds"] = summaries
+    summary["runner"] = runner
+    summary["trained"] = trained
+    summary["updates_total"] = base + (update + 1 if trained else first)
+    return summary
+
+
+__all__ = ["train", "next_stage", "remap_si_tasks", "summarise", "seed_dirs", "drop_rows_after"]
