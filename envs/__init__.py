@@ -9,10 +9,12 @@
 ``task`` is anything ``envs.tasks.get`` resolves: a ``TaskSpec``, one of the paper's 12 tasks
 (id or prompt) or any catalogue id / prompt. Keyword arguments of the voxel backend are the
 fields of ``envs.voxel.VoxelStaticConfig`` (``render``, ``height``, ``width``, ``size_x`` ...)
-plus ``seed`` (world pool and episode keys) and ``passive_mobs`` / ``max_steps`` / ``target``
-(see ``envs.voxel.make_params``). The vector env auto-resets in the same step (Gymnasium
+plus ``seed`` (an int in [0, 2**32 - 1]: world pool and episode keys), ``passive_mobs`` /
+``max_steps`` / ``target`` (see ``envs.voxel.make_params``) and ``validate_actions`` (default
+True: an invalid action raises, naming the component, its range and the value; False skips the
+check for a trusted policy). The vector env auto-resets in the same step (Gymnasium
 ``AutoresetMode.SAME_STEP``; the finished episode's last observation is in
-``infos["final_obs"]``).
+``infos["final_obs"]``) and, on a CPU, uses every core when JAX has not started yet.
 """
 
 from __future__ import annotations

@@ -439,6 +439,7 @@ class MineDojoEnv(gym.Env):
         self._last_obs: dict[str, Any] | None = None
         self._initial: TaskSignals | None = None
         self._previous: TaskSignals | None = None
+        self._succeeded = False  # the success check passed this episode
         self._last_total_time: Any = None
         self._t = 0
         env_id = os.environ.get("MINECLIP_BRIDGE_ENV_ID", str(os.getpid()))
@@ -542,6 +543,7 @@ class MineDojoEnv(gym.Env):
         )
         self._last_obs = obs
         self._initial = self._previous = signals_from_info(frame.info)
+        self._succeeded = False
         self._last_total_time = frame.info.get("total_time")
         self._t = 0
         return obs, {"success": False}
@@ -563,7 +565,11 @@ class MineDojoEnv(gym.Env):
         )
         current = signals_from_info(frame.info)
         reward = float(task_reward(self._params, self._initial, self._previous, current))
-        success = bool(task_success(self._params, self._initial, current))
+        # Sticky within the episode (Creative tasks go on after their check passes).
+        self._succeeded = self._succeeded or bool(
+            task_success(self._params, self._initial, current)
+        )
+        success = self._succeeded
         self._previous = current
         self._last_obs = obs
         self._t += 1

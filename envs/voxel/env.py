@@ -176,6 +176,7 @@ def reset(key, params: VoxelParams, static: VoxelStaticConfig):
         stats_mines=zeros_items,
         stats_places=zeros_items,
         best_target_distance=jnp.float32(task_spec.FAR),
+        succeeded=jnp.bool_(False),
         initial_signals=TaskSignals.zeros(xp=jnp),
         prev_signals=TaskSignals.zeros(xp=jnp),
     )
@@ -343,9 +344,11 @@ def _tick(key, state: VoxelState, action, params: VoxelParams, static: VoxelStat
     sig = sig.replace(best_target_distance=best)
     prev = state.prev_signals
     reward = task_spec.task_reward(params.task, state.initial_signals, prev, sig)
-    success = task_spec.task_success(params.task, state.initial_signals, sig)
+    # Sticky within the episode: a Creative task goes on after its check passes, and evaluation
+    # reads info["success"] at the episode's end.
+    success = state.succeeded | task_spec.task_success(params.task, state.initial_signals, sig)
     dense = task_spec.dense_reward(params.task, prev, sig)
-    state = state.replace(best_target_distance=best, prev_signals=sig)
+    state = state.replace(best_target_distance=best, prev_signals=sig, succeeded=success)
     dead = player.health <= 0
     any_kill = jnp.any(sig.kills > state.initial_signals.kills) & params.end_on_any_kill
     terminated = (success & params.end_on_success) | dead | any_kill

@@ -168,5 +168,6 @@ class VoxelState:
     stats_mines: Any  # f32 [NUM_ITEMS]
     stats_places: Any  # f32 [NUM_ITEMS]
     best_target_distance: Any  # f32 []
+    succeeded: Any  # bool [] the task's success check has passed this episode
     initial_signals: Any  # TaskSignals at reset
     prev_signals: Any  # TaskSignals after the previous step

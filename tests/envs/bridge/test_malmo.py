@@ -214,13 +214,20 @@ def test_creative_success_is_reported_but_does_not_end_the_episode():
     def dig(world):
         world.pos[1] = 60.0  # 4 blocks below the start: dig_hole's depth check passes
 
-    with FakeMalmoServer(script={2: dig}) as server:
+    def climb_out(world):
+        world.pos[1] = 64.0
+
+    with FakeMalmoServer(script={2: dig, 3: climb_out}) as server:
         env = MineDojoEnv("dig_hole", malmo_port=server.port, height=8, width=8, max_steps=5)
         try:
             env.reset(seed=0)
             env.step(_noop())
             _, _, terminated, truncated, info = env.step(_noop())
             assert info["success"] and not terminated and not truncated
+            _, _, terminated, _, info = env.step(_noop())  # back at the surface
+            assert info["success"] and not terminated  # sticky within the episode
+            env.reset(seed=1)
+            assert not env.step(_noop())[4]["success"]  # a new episode starts over
         finally:
             env.close()
 

@@ -65,3 +65,19 @@ def test_milk_and_shear_manual_reward_is_navigation_only(task_id):
     )
     assert float(dense_reward(hunt, before, hit)) == pytest.approx(1.0)
     assert FAR > 5.0
+
+
+def test_creative_success_is_reported_sticky_and_never_terminates():
+    from envs.voxel.gym_env import _step
+
+    params = H.params_for(paper.get("find a nether portal"), passive_mobs=0)
+    _, state = H.reset(jax.random.key(0), params, H.STATIC)
+    portal = np.asarray(state.portal_center)
+    state = H.place_player(state, portal - np.array([0.0, 1.0, 0.0]))  # at the portal
+    noop = H.noop(1)[0]
+    _, state, _, term, trunc, info = _step(jax.random.key(1), state, noop, params, H.STATIC)
+    assert bool(info["success"]) and not bool(term) and not bool(trunc)
+    state = H.place_player(state, (20.5, H.GROUND + 1.0, 20.5))  # far away again
+    _, state, _, term, _, info = _step(jax.random.key(2), state, noop, params, H.STATIC)
+    assert float(info["signals"].target_distance) > 10.0
+    assert bool(info["success"]) and not bool(term)  # it passed this episode; nothing ended
