@@ -60,6 +60,7 @@ class BenchConfig:
     write_judge: str = ""  # directory to write judge.json into (the checkpoint's), or "".
     json_out: str = ""  # write all results as JSON here, or "".
     skip_judge: bool = False  # skip section 5 (the judge).
+    only_judge: bool = False  # run section 5 only (e.g. in a second process).
 
 
 def roc_auc(pos, neg) -> float:
@@ -245,18 +246,7 @@ def main(cfg: BenchConfig) -> dict:
     print(f"MineCLIP {cfg.ckpt}: {handle.num_params:,} params, frames {h}x{w}; "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     judge_sim = dataclasses.replace(sim, episode_ticks=cfg.judge_ticks)
-    results = clip_sections(handle, cfg.data, cfg.max_clips)
-    z, r = results["zero_shot"], results["retrieval_equivalent"]
-    print(f"zero-shot act recognition: {z['accuracy']:.3f} over {z['clips']} held-out clips "
-          f"(chance {z['chance']:.3f})")  # fmt: skip
-    for p, a in z["per_task"].items():
-        print(f"  {p:26s} {a:.3f}")
-    print(f"retrieval among {r['num_clips']} test clips ({r['num_labels']} act labels): "
-          f"t2v R@1 {r['t2v_R@1']:.3f} R@5 {r['t2v_R@5']:.3f}, "
-          f"v2t R@1 {r['v2t_R@1']:.3f} R@5 {r['v2t_R@5']:.3f}")  # fmt: skip
-    print("world episodes (episode-mean Direct reward, success vs failure):")
-    results["world"] = world_sections(handle, cfg, sim)
-    print(f"  AUC >= 0.9 on {results['world']['auc_at_least_0.9']} of 12 prompts")
+    results = {} if cfg.only_judge else _clip_and_world(handle, cfg, sim)
     if not cfg.skip_judge:
         print("Creative judge (delta calibrated on half, F1 on the held-out half):")
         results["judge"] = judge_section(handle, cfg, judge_sim)
@@ -272,6 +262,22 @@ def main(cfg: BenchConfig) -> dict:
     print(f"({results['seconds']} s, load {results['loadavg']})")
     if cfg.json_out:
         Path(cfg.json_out).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+def _clip_and_world(handle, cfg: BenchConfig, sim) -> dict:
+    results = clip_sections(handle, cfg.data, cfg.max_clips)
+    z, r = results["zero_shot"], results["retrieval_equivalent"]
+    print(f"zero-shot act recognition: {z['accuracy']:.3f} over {z['clips']} held-out clips "
+          f"(chance {z['chance']:.3f})")  # fmt: skip
+    for p, a in z["per_task"].items():
+        print(f"  {p:26s} {a:.3f}")
+    print(f"retrieval among {r['num_clips']} test clips ({r['num_labels']} act labels): "
+          f"t2v R@1 {r['t2v_R@1']:.3f} R@5 {r['t2v_R@5']:.3f}, "
+          f"v2t R@1 {r['v2t_R@1']:.3f} R@5 {r['v2t_R@5']:.3f}")  # fmt: skip
+    print("world episodes (episode-mean Direct reward, success vs failure):")
+    results["world"] = world_sections(handle, cfg, sim)
+    print(f"  AUC >= 0.9 on {results['world']['auc_at_least_0.9']} of 12 prompts")
     return results
 
 
