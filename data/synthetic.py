@@ -1,20 +1,31 @@
-"""Synthetic captioned clips from the embedded world, written as a MineCLIP training dataset.
+"""Captioned clips of the embedded world, for training MineCLIP-mini.
 
-    python -m data.synthetic --num-clips 512 --out ~/datasets/mc_synthetic
+    python -m data.synthetic --out ~/datasets/mc_mini --episodes 2400
 
-Each clip is one scripted behaviour run in the embedded JAX world (`envs.voxel`): approach and
-attack a cow / sheep / zombie at night / spider, shear a sheep, milk a cow, chop a tree, head for
-the ocean and swim, dig a hole, lay carpet (place blocks), or wander. Controllers steer with
-privileged state (mob positions, log blocks, the distance-to-ocean field) and act through the
-world's MultiDiscrete actions only. After a random warm-up, 16 frames are rendered at 160x256,
-one every `frame_stride` game ticks. The caption is generated from what the simulator says
-happened (kills, shears, milk, mined and placed blocks, water, biome, time of day), in one of
-several phrasings, so a clip whose behaviour did not succeed gets an "attempt" caption rather
-than a false one.
+Each episode runs one scripted behaviour of `envs.voxel.scripted` in one of the paper's 12 task
+worlds: the oracle that solves the task (approach from a distance, the act, the success event),
+the oracle sent to the wrong animal, circling the target without reaching it, wandering, or
+random actions. Worlds, biomes and times of day come from the task and the world pool. Every
+tick is rendered at the agents' frame size (default 48x64), so clips look exactly like what a
+policy sees. From each episode `clips_per_episode` windows of 16 frames (one frame every 1 or
+2 ticks) are cut: one around the success event when there is one, one during the approach, one
+at random.
 
-Every clip runs through one jitted rollout (behaviour, task parameters, warm-up and key are
-traced), so the world compiles once per build. Output follows the training-data contract with a
-held-out `test` split; the whole build is a pure function of the config (seed included).
+Captions come from the simulator's ground truth over the window (kills by mob type, shears,
+milk, carpets placed, depth dug, water, distance to the portal or target), through an act label
+(`kill:cow`, `approach:zombie`, `ocean`, `wander`, ...) and one of several phrasings per label,
+as a narrator would say them. No caption contains one of the 12 task prompts verbatim: the
+reward must come from language generalisation, as MineCLIP's prompts differ from YouTube
+transcripts. The act label is stored with each clip; clips with the same label have
+equivalent captions (the retrieval benchmark counts them as matches).
+
+Output: an array clip directory (`mineclip_jax.train` reads it), with episodes of the `test`
+split in worlds of another seed than `train`:
+
+    clips.json                  format, frame shape, clip counts, the build config
+    {split}_frames.npy          uint8 [N, 16, H, W, 3]
+    {split}_tokens.npy          int32 [N, 77] (CLIP BPE, zero padded)
+    {split}_clips.jsonl         one JSON line per clip: text, label, clip_id, task, behaviour...
 """
 
 from __future__ import annotations
@@ -23,418 +34,402 @@ import dataclasses
 import functools
 import json
 import os
+import shutil
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from data import tfds_io, tokens
+from data import tokens
 
 TICKS_PER_SECOND = 20
 NUM_FRAMES = 16
+ARRAY_FORMAT = "mineclip-jax-clips/1"
 
-# Controllers (the index is traced; lax.switch picks the branch).
-ATTACK_MOB, USE_ON_MOB, GO_TO_OCEAN, DIG_DOWN, CHOP_TREE, LAY_BLOCKS, WANDER = range(7)
+# The paper's 12 task prompts (envs.tasks.paper) and the act label whose clips show each.
+TASK_ACTS: dict[str, str] = {
+    "milk a cow": "milk",
+    "hunt a cow": "kill:cow",
+    "shear a sheep": "shear",
+    "hunt a sheep": "kill:sheep",
+    "combat a spider": "kill:spider",
+    "combat a zombie": "kill:zombie",
+    "combat a zombie pigman": "kill:zombie_pigman",
+    "combat an enderman": "kill:enderman",
+    "find a nether portal": "portal",
+    "find an ocean": "ocean",
+    "dig a hole": "dig",
+    "put carpets on the floor": "carpet",
+}
+ANIMALS = ("cow", "sheep", "pig")
+MOBS = ANIMALS + ("spider", "zombie", "zombie_pigman", "enderman")
+
+# Phrasings per act; "{m}" is the mob's name. None contains a task prompt (tested).
+_KILL_ANIMAL = (
+    "kill a {m}", "kill the {m}", "hunt the {m}", "hunt down a {m}", "hunting a {m} for food",
+    "slay a {m} with a sword", "the player kills a {m}", "attack and kill a {m}",
+)  # fmt: skip
+_KILL_HOSTILE = (
+    "kill the {m}", "fight the {m}", "fight a {m} and win", "combat the {m}", "battle a {m}",
+    "slay a {m} with a diamond sword", "defeat the {m}", "the player kills a {m}",
+)  # fmt: skip
+PHRASES: dict[str, tuple[str, ...]] = {
+    "milk": (
+        "milk the cow", "milking a cow", "fill a bucket with milk from a cow",
+        "use a bucket on a cow", "get milk from the cow",
+    ),
+    "shear": (
+        "shear the sheep", "shearing a sheep", "use shears on a sheep",
+        "cut the wool off a sheep", "get wool from a sheep with shears",
+    ),
+    "portal": (
+        "find the nether portal", "walk up to a nether portal", "reach the nether portal",
+        "arrive at a nether portal", "stand next to the obsidian portal",
+    ),
+    "ocean": (
+        "find the ocean", "swim in the ocean", "reach the sea", "walk into the ocean water",
+        "jump into the sea and swim",
+    ),
+    "dig": (
+        "dig down into the ground", "dig the hole", "digging a hole", "dig a pit with a shovel",
+        "mine straight down",
+    ),
+    "carpet": (
+        "lay carpets on the floor", "put carpet on the ground", "place carpets on the floor",
+        "cover the floor with carpet", "put down some carpets",
+    ),
+    "approach": (
+        "walk toward a {m}", "approach the {m}", "run up to a {m}", "move closer to the {m}",
+        "head for the {m} in the distance",
+    ),
+    "circle": (
+        "circle around a {m}", "walk around the {m} without reaching it",
+        "run in circles near a {m}", "keep away from the {m}",
+    ),
+    "approach_place": ("walk toward the {m}", "head for the {m}", "look for the {m}"),
+    "wander": ("walk around", "wander around", "explore the area", "look around", "roam about"),
+}  # fmt: skip
+
+# Behaviours: (name, task prompt, scripted behaviour, target override, sampling weight).
+_ORACLE, _CIRCLE, _WANDER, _RANDOM = range(4)  # = envs.voxel.scripted.BEHAVIOUR_*
 
 
 @dataclasses.dataclass(frozen=True)
 class Behaviour:
-    """A scripted behaviour: the world task it runs in and the controller that acts."""
+    """One scripted behaviour: the task world it runs in and the controller that acts."""
 
-    name: str  # behaviour id, also stored in clip ids.
-    task: str  # prompt of the envs.tasks task whose initial conditions the clip starts from.
-    controller: int  # one of the controller constants above.
-    target_mob: str = ""  # entity the controller steers to ("" for none).
-    success: tuple[str, ...] = ()  # caption phrasings when the behaviour succeeded.
-    attempt: tuple[str, ...] = ()  # caption phrasings when it did not (yet).
+    name: str  # behaviour id, also in clip ids.
+    task: str  # prompt of the paper task whose initial conditions the episode starts from.
+    controller: int  # envs.voxel.scripted.BEHAVIOUR_* (oracle, circle, wander, random).
+    target: str = ""  # entity the oracle steers to instead of the task's own ("" = the task's).
+    weight: float = 1.0  # relative sampling frequency of episodes.
 
 
-BEHAVIOURS: tuple[Behaviour, ...] = (
-    Behaviour(
-        "hunt_cow", "hunt a cow", ATTACK_MOB, "cow",
-        ("hunt a cow", "kill a cow", "the player kills a cow {where}", "slay a cow with a sword"),
-        ("attack a cow", "chase a cow and hit it", "run after a cow {where}", "hit a cow with a sword"),
-    ),
-    Behaviour(
-        "hunt_sheep", "hunt a sheep", ATTACK_MOB, "sheep",
-        ("hunt a sheep", "kill a sheep", "the player kills a sheep {where}"),
-        ("attack a sheep", "chase a sheep and hit it", "run after a sheep {where}"),
-    ),
-    Behaviour(
-        "shear_sheep", "shear a sheep", USE_ON_MOB, "sheep",
-        ("shear a sheep", "use shears on a sheep to get wool", "shear the wool off a sheep {where}"),
-        ("walk up to a sheep holding shears", "approach a sheep with shears {where}"),
-    ),
-    Behaviour(
-        "milk_cow", "milk a cow", USE_ON_MOB, "cow",
-        ("milk a cow", "fill a bucket with milk from a cow", "milk the cow {where}"),
-        ("walk up to a cow holding a bucket", "approach a cow with an empty bucket {where}"),
-    ),
-    Behaviour(
-        "combat_zombie", "combat a zombie", ATTACK_MOB, "zombie",
-        ("kill a zombie {when}", "fight a zombie and win", "slay a zombie with a diamond sword"),
-        ("fight a zombie {when}", "attack a zombie with a sword", "combat a zombie {when}"),
-    ),
-    Behaviour(
-        "combat_spider", "combat a spider", ATTACK_MOB, "spider",
-        ("kill a spider", "fight a spider and win", "slay a spider {when}"),
-        ("fight a spider", "attack a spider with a sword", "combat a spider {when}"),
-    ),
-    Behaviour(
-        "find_ocean", "find an ocean", GO_TO_OCEAN, "",
-        ("swim in the ocean", "swim in the water", "jump into the ocean and swim"),
-        ("walk towards the ocean", "head to the sea {where}", "look for the ocean {where}"),
-    ),
-    Behaviour(
-        "dig_hole", "dig a hole", DIG_DOWN, "",
-        ("dig a hole", "dig straight down", "dig down into the ground with a shovel"),
-        ("look down at the ground", "start digging a hole {where}"),
-    ),
-    Behaviour(
-        "chop_tree", "hunt a cow", CHOP_TREE, "",
-        ("chop a tree", "cut down a tree for wood", "collect a log from a tree {where}"),
-        ("walk to a tree", "punch a tree trunk", "go to a tree {where}"),
-    ),
-    Behaviour(
-        "lay_carpet", "put carpets on the floor", LAY_BLOCKS, "",
-        ("place carpet blocks on the floor", "put carpets on the floor", "lay carpet on the ground"),
-        ("look at the floor holding carpet", "try to place carpet {where}"),
-    ),
-    Behaviour(
-        "wander", "hunt a cow", WANDER, "",
-        ("walk around {where}", "explore {where}", "wander around {where}"),
-        ("walk around {where}", "explore {where}", "wander around {where}"),
-    ),
-)  # fmt: skip
+def _behaviours() -> tuple[Behaviour, ...]:
+    out = []
+    for prompt, act in TASK_ACTS.items():
+        slug = act.replace("kill:", "kill_")
+        out.append(Behaviour(f"{slug}", prompt, _ORACLE, weight=3.0))
+        out.append(Behaviour(f"wander_{slug}", prompt, _WANDER, weight=0.5))
+        out.append(Behaviour(f"random_{slug}", prompt, _RANDOM, weight=0.5))
+        if act.startswith("kill:") or act in ("milk", "shear", "portal"):
+            out.append(Behaviour(f"circle_{slug}", prompt, _CIRCLE, weight=1.0))
+    for prompt in ("hunt a cow", "milk a cow", "hunt a sheep", "shear a sheep"):
+        out.append(Behaviour(f"wrong_pig_{prompt.split()[0]}_{prompt.split()[-1]}", prompt,
+                             _ORACLE, target="pig", weight=0.75))  # fmt: skip
+    out.append(Behaviour("wrong_sheep_hunt_cow", "hunt a cow", _ORACLE, target="sheep"))
+    out.append(Behaviour("wrong_cow_hunt_sheep", "hunt a sheep", _ORACLE, target="cow"))
+    return tuple(out)
+
+
+BEHAVIOURS: tuple[Behaviour, ...] = _behaviours()
 BEHAVIOUR_NAMES: tuple[str, ...] = tuple(b.name for b in BEHAVIOURS)
 
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticConfig:
-    """Build synthetic clips. Run: python -m data.synthetic --num-clips N --out DIR"""
+    """Build captioned clips. Run: python -m data.synthetic --out DIR --episodes N"""
 
-    out: str  # output TFDS dataset directory (must be new or empty unless --overwrite).
-    num_clips: int = 256  # clips in train + test.
-    seed: int = 0  # seed of worlds, behaviours, warm-ups and captions.
-    test_fraction: float = 0.2  # fraction of clips held out as the test split.
-    behaviours: tuple[str, ...] = BEHAVIOUR_NAMES  # behaviours to sample from (uniformly).
-    frame_stride: int = 4  # game ticks between captured frames (20 ticks = 1 s).
-    max_warmup: int = 40  # clips start after 0..max_warmup ticks of the behaviour.
+    out: str  # output directory (must be new or empty unless --overwrite).
+    episodes: int = 2400  # episodes in train + test (rounded up to whole batches per split).
+    clips_per_episode: int = 3  # 16-frame windows cut from each episode.
+    seed: int = 0  # seed of behaviours, episodes and captions (test worlds use seed + 1).
+    test_fraction: float = 0.15  # fraction of episodes held out (in worlds of another seed).
+    height: int = 48  # frame height (the agents' default render).
+    width: int = 64  # frame width.
+    episode_ticks: int = 160  # game ticks per episode (20 ticks = 1 s).
+    batch: int = 8  # episodes simulated together (one behaviour per batch).
     world_size: int = 32  # world extent in x and z, blocks.
     world_height: int = 32  # world height, blocks.
-    world_pool: int = 8  # distinct pre-generated worlds clips start in.
+    world_pool: int = 8  # distinct pre-generated worlds per split.
     overwrite: bool = False  # replace a non-empty --out directory.
 
     def __post_init__(self):
-        unknown = sorted(set(self.behaviours) - set(BEHAVIOUR_NAMES))
-        if unknown:
-            raise ValueError(f"unknown behaviours {unknown}; choose from {list(BEHAVIOUR_NAMES)}")
-        if self.num_clips < 2 or not 0 < self.test_fraction < 1:
-            raise ValueError("need num_clips >= 2 and 0 < test_fraction < 1 (train and test)")
-        if self.frame_stride < 1 or self.max_warmup < 0:
-            raise ValueError("need frame_stride >= 1 and max_warmup >= 0")
+        problems = []
+        if self.episodes < 2 or not 0 < self.test_fraction < 1:
+            problems.append("need --episodes >= 2 and 0 < --test-fraction < 1 (train and test)")
+        if self.clips_per_episode < 1 or self.batch < 1:
+            problems.append("need --clips-per-episode >= 1 and --batch >= 1")
+        if self.episode_ticks < 2 * NUM_FRAMES:
+            problems.append(f"--episode-ticks must be >= {2 * NUM_FRAMES} (one 2-tick window)")
+        if problems:
+            raise ValueError("invalid SyntheticConfig: " + "; ".join(problems))
 
 
 # ---------------------------------------------------------------------------------------------
-# Controllers: (state, tick, key) -> MultiDiscrete action int32 [8], pure JAX
+# Episodes: one jitted scan per batch of episodes, every tick rendered
 # ---------------------------------------------------------------------------------------------
 
 
-def _world():
-    """The embedded world's modules (imported lazily: `import data` stays light)."""
-    from envs import spaces, voxel
-    from envs.voxel import tables
+def _truth_row(state, params, start_y, success, done):
+    """Simulator ground truth the captioner reads, for one tick."""
+    from envs import spaces
+    from envs.voxel import scripted
+    from envs.voxel import tables as T
 
-    return voxel, spaces, tables
-
-
-def _action(move=0, strafe=0, jump=0, pitch_bin=12, yaw_bin=12, fn=0, slot=0):
-    return jnp.stack(
-        [jnp.asarray(v, jnp.int32) for v in (move, strafe, jump, pitch_bin, yaw_bin, fn, 0, slot)]
-    )
-
-
-def _camera_bins(state, target):
-    """Camera bins turning toward `target` [3], the horizontal distance and the yaw error."""
     p = state.player
-    d = target - p.pos
-    horiz = jnp.sqrt(d[0] ** 2 + d[2] ** 2)
-    # MC yaw: 0 looks along +z, forward = (-sin yaw, cos yaw).
-    want_yaw = jnp.degrees(jnp.arctan2(-d[0], d[2]))
-    yaw_err = (want_yaw - p.yaw + 180.0) % 360.0 - 180.0
-    eye_y = p.pos[1] + 1.62
-    want_pitch = jnp.degrees(jnp.arctan2(eye_y - target[1], jnp.maximum(horiz, 1e-3)))
-    pitch_err = want_pitch - p.pitch
-    yaw_bin = jnp.clip(jnp.round(yaw_err / 15.0), -12, 12).astype(jnp.int32) + 12
-    pitch_bin = jnp.clip(jnp.round(pitch_err / 15.0), -12, 12).astype(jnp.int32) + 12
-    return pitch_bin, yaw_bin, horiz, yaw_err
-
-
-def _nearest_mob(state, mob_type):
-    m = state.mobs
-    ok = m.alive & (m.mob_type == mob_type)
-    dist = jnp.linalg.norm(m.pos - state.player.pos, axis=-1)
-    idx = jnp.argmin(jnp.where(ok, dist, jnp.inf))
-    return m.pos[idx], ok.any()
-
-
-def _unstick(move, stuck, tick):
-    """Strafe (alternating sides) and jump while walking makes no progress."""
-    blocked = (move == 1) & (stuck > 3)
-    strafe = jnp.where(blocked, 1 + (tick // 20) % 2, 0)
-    return strafe, blocked
-
-
-def _approach_mob(state, tick, key, mob_type, fn, stuck):
-    target, found = _nearest_mob(state, mob_type)
-    target = target + jnp.array([0.0, 0.6, 0.0])  # aim at the body, not the feet
-    pitch_bin, yaw_bin, horiz, yaw_err = _camera_bins(state, target)
-    facing = jnp.abs(yaw_err) < 30.0
-    close = horiz < 2.2
-    move = jnp.where(found & facing & ~close, 1, 0)
-    strafe, blocked = _unstick(move, stuck, tick)
-    jump = jnp.where(move == 1, ((tick % 12) == 0) | blocked, 0)  # hop over one-block steps
-    act = jnp.where(found & close & facing, fn, 0)
-    # Nothing to chase: look around for it.
-    yaw_bin = jnp.where(found, yaw_bin, 14)
-    return _action(move, strafe, jump, pitch_bin, yaw_bin, act)
-
-
-def _attack_mob(state, tick, key, mob_type, stuck):
-    return _approach_mob(state, tick, key, mob_type, 3, stuck)  # functional 3 = attack
-
-
-def _use_on_mob(state, tick, key, mob_type, stuck):
-    return _approach_mob(state, tick, key, mob_type, 1, stuck)  # functional 1 = use
-
-
-def _go_to_ocean(state, tick, key, mob_type, stuck):
-    p = state.player
-    field = state.ocean_distance
-    sx, sz = field.shape
-    x = jnp.clip(jnp.floor(p.pos[0]).astype(jnp.int32), 0, sx - 1)
-    z = jnp.clip(jnp.floor(p.pos[2]).astype(jnp.int32), 0, sz - 1)
-    # Step toward the neighbouring column (2 blocks away) nearest to the ocean.
-    offsets = jnp.array([[2, 0], [-2, 0], [0, 2], [0, -2], [2, 2], [2, -2], [-2, 2], [-2, -2]])
-    nx = jnp.clip(x + offsets[:, 0], 0, sx - 1)
-    nz = jnp.clip(z + offsets[:, 1], 0, sz - 1)
-    best = jnp.argmin(field[nx, nz])
-    target = jnp.stack([nx[best] + 0.5, p.pos[1] + 1.0, nz[best] + 0.5])
-    _, yaw_bin, _, _ = _camera_bins(state, target)
-    in_ocean = field[x, z] <= 0.0
-    # In the water: keep swimming forward at the surface, sweeping the view.
-    yaw_bin = jnp.where(in_ocean, jnp.where((tick // 20) % 2 == 0, 13, 11), yaw_bin)
-    pitch_bin = jnp.clip(jnp.round((-10.0 - p.pitch) / 15.0), -12, 12).astype(jnp.int32) + 12
-    strafe, blocked = _unstick(1, stuck, tick)
-    jump = jnp.where(in_ocean | blocked, 1, (tick % 10) == 0)
-    return _action(1, strafe, jump, pitch_bin, yaw_bin, 0)
-
-
-def _dig_down(state, tick, key, mob_type, stuck):
-    pitch_bin = jnp.clip(jnp.round((90.0 - state.player.pitch) / 15.0), -12, 12) + 12
-    return _action(0, 0, 0, pitch_bin.astype(jnp.int32), 12, 3)
-
-
-def _chop_tree(state, tick, key, mob_type, stuck, log_block):
-    blocks = state.blocks
-    is_log = blocks == log_block
-    coords = jnp.stack(
-        jnp.meshgrid(*(jnp.arange(n) for n in blocks.shape), indexing="ij"), axis=-1
-    ).astype(jnp.float32)
-    # Prefer trunk cells at head height: distance with the vertical offset weighed more.
-    d = coords + 0.5 - state.player.pos
-    cost = d[..., 0] ** 2 + d[..., 2] ** 2 + 4.0 * (d[..., 1] - 1.2) ** 2
-    flat = jnp.argmin(jnp.where(is_log, cost, jnp.inf))
-    target = coords.reshape(-1, 3)[flat] + 0.5
-    found = is_log.any()
-    pitch_bin, yaw_bin, horiz, yaw_err = _camera_bins(state, target)
-    facing = jnp.abs(yaw_err) < 30.0
-    close = horiz < 2.0
-    move = jnp.where(found & facing & ~close, 1, 0)
-    strafe, blocked = _unstick(move, stuck, tick)
-    jump = jnp.where(move == 1, ((tick % 12) == 0) | blocked, 0)
-    yaw_bin = jnp.where(found, yaw_bin, 14)
-    return _action(move, strafe, jump, pitch_bin, yaw_bin, jnp.where(close, 3, 0))
-
-
-def _lay_blocks(state, tick, key, mob_type, stuck):
-    # Look at the floor in front, place, and step back now and then to free new cells.
-    pitch_bin = jnp.clip(jnp.round((55.0 - state.player.pitch) / 15.0), -12, 12) + 12
-    backing = (tick // 6) % 3 == 0
-    turn = jnp.where((tick % 30) == 0, 14, 12)
-    return _action(
-        jnp.where(backing, 2, 0), 0, 0, pitch_bin.astype(jnp.int32), turn, 6, slot=0
-    )  # functional 6 = place, from the mainhand slot
-
-
-def _wander(state, tick, key, mob_type, stuck):
-    turn = jax.random.randint(key, (), 11, 14)  # -15, 0 or +15 degrees
-    turn = jnp.where(stuck > 3, 15, turn)  # facing a wall: turn away
-    pitch_bin = jnp.clip(jnp.round((0.0 - state.player.pitch) / 15.0), -12, 12) + 12
-    return _action(
-        1, 0, (tick % 10) == 0, pitch_bin.astype(jnp.int32), jnp.where(tick % 8 == 0, turn, 12)
-    )
-
-
-def controller_action(controller, state, tick, key, mob_type, stuck, log_block):
-    """The scripted action of `controller` (traced int) in `state`.
-
-    `stuck` counts consecutive ticks in which a forward move left the player in place.
-    """
-    branches = [
-        _attack_mob,
-        _use_on_mob,
-        _go_to_ocean,
-        _dig_down,
-        functools.partial(_chop_tree, log_block=log_block),
-        _lay_blocks,
-        _wander,
-    ]
-    return jax.lax.switch(controller, branches, state, tick, key, mob_type, stuck)
-
-
-# ---------------------------------------------------------------------------------------------
-# Rollout and ground truth
-# ---------------------------------------------------------------------------------------------
-
-
-def _ground_truth(initial, final, mob_type, static_tables):
-    """What happened between two states, as scalars the captioner reads."""
-    _, spaces, tables = static_tables
-    p = final.player
-    sx, sz = final.biome.shape
+    sx, sz = state.biome.shape
     x = jnp.clip(jnp.floor(p.pos[0]).astype(jnp.int32), 0, sx - 1)
     z = jnp.clip(jnp.floor(p.pos[2]).astype(jnp.int32), 0, sz - 1)
     body = jnp.floor(p.pos + jnp.array([0.0, 0.4, 0.0])).astype(jnp.int32)
-    body = jnp.clip(body, 0, jnp.array(final.blocks.shape) - 1)
-    liquid = jnp.asarray(tables.BLOCK_LIQUID)[final.blocks[body[0], body[1], body[2]]]
-    item = spaces.item_id
-    sheep = final.mobs.mob_type == spaces.entity_id("sheep")
-    sheared = jnp.sum(sheep & (final.mobs.variant == 1)) - jnp.sum(
-        (initial.mobs.mob_type == spaces.entity_id("sheep")) & (initial.mobs.variant == 1)
-    )
-    milk = jnp.sum(jnp.where(final.inv.item == item("milk_bucket"), final.inv.count, 0))
-
-    def mob_distance(state):
-        ok = state.mobs.alive & (state.mobs.mob_type == mob_type)
-        d = jnp.linalg.norm(state.mobs.pos - state.player.pos, axis=-1)
-        return jnp.min(jnp.where(ok, d, jnp.inf))
-
+    body = jnp.clip(body, 0, jnp.array(state.blocks.shape) - 1)
+    sheep = state.mobs.mob_type == spaces.entity_id("sheep")
+    milk = jnp.where(state.inv.item == spaces.item_id("milk_bucket"), state.inv.count, 0)
+    target = scripted._target_point(state, params)
     return {
-        "mob_distance_start": mob_distance(initial),
-        "mob_distance_end": mob_distance(final),
-        "kills": final.stats_kills[mob_type] - initial.stats_kills[mob_type],
-        "sheared": sheared,
-        "milked": milk,
-        "in_water": liquid,
-        "mined_total": jnp.sum(final.stats_mines) - jnp.sum(initial.stats_mines),
-        "logs_mined": final.stats_mines[item("log")] - initial.stats_mines[item("log")],
-        "carpet_placed": final.stats_places[item("carpet")] - initial.stats_places[item("carpet")],
-        "depth": initial.player.pos[1] - p.pos[1],
-        "pitch": p.pitch,
-        "world_time": final.world_time % 24000,
-        "biome": final.biome[x, z],
+        "success": success,
+        "done": done,  # the episode has ended (the state is frozen from here on)
+        "kills": state.stats_kills.astype(jnp.int32),
+        "sheared": jnp.sum(sheep & (state.mobs.variant == 1)).astype(jnp.int32),
+        "milk": jnp.sum(milk).astype(jnp.int32),
+        "places": jnp.sum(state.stats_places).astype(jnp.int32),
+        "mines": jnp.sum(state.stats_mines).astype(jnp.int32),
+        "depth": (start_y - p.pos[1]).astype(jnp.float32),
+        "pitch": p.pitch.astype(jnp.float32),
+        "in_water": jnp.asarray(T.BLOCK_LIQUID)[state.blocks[body[0], body[1], body[2]]] > 0,
+        "target_distance": jnp.linalg.norm((target - p.pos)[jnp.array([0, 2])]),
+        "portal_distance": jnp.linalg.norm(state.portal_center - p.pos - jnp.array([0, 1.0, 0])),
+        "world_time": state.world_time.astype(jnp.int32),
+        "biome": state.biome[x, z].astype(jnp.int32),
     }
 
 
-def make_rollout(static, render_static, num_frames: int, stride: int, max_warmup: int):
-    """`rollout(key, params, controller, mob_type, warmup) -> (frames, ground truth)`, one clip.
+@functools.cache
+def episode_fn(static, ticks: int):
+    """Jitted `(keys [B], params, behaviour, mode) -> (frames [B, ticks+1, H, W, 3], truth)`.
 
-    One `lax.scan` over `max_warmup + num_frames * stride` ticks with a single world step in its
-    body; a frame is rendered (under `lax.cond`, so only then) every `stride` ticks once this
-    clip's own warm-up is over, and the state freezes after the clip's last frame. One step and
-    one render in the program keep the compile short; different behaviours and tasks are traced
-    arguments, so every clip of a build reuses the compiled program.
+    `static` renders (its height and width set the frames); the world steps without rendering
+    and each tick's frame is rendered once. The state freezes when the episode ends.
     """
-    world = _world()
-    voxel, _, tables = world
-    log_block = tables.B["log"]
-    total_ticks = max_warmup + num_frames * stride
+    from envs.voxel import env as E
+    from envs.voxel import scripted
 
-    def rollout(key, params, controller, mob_type, warmup):
-        k_reset, key = jax.random.split(key)
-        _, state = voxel.reset(k_reset, params, static)
-        initial = state
-        frames = jnp.zeros((num_frames, render_static.height, render_static.width, 3), jnp.uint8)
-        clip_end = warmup + num_frames * stride
+    step_static = dataclasses.replace(static, render=False)
 
-        def tick_fn(carry, tick):
-            state, key, stuck, frames = carry
-            key, k_act, k_step = jax.random.split(key, 3)
-            action = controller_action(controller, state, tick, k_act, mob_type, stuck, log_block)
-            _, new_state, *_ = voxel.step(k_step, state, action, params, static)
-            moved = jnp.linalg.norm((new_state.player.pos - state.player.pos)[jnp.array([0, 2])])
-            stuck = jnp.where((action[0] == 1) & (moved < 0.02), stuck + 1, 0)
-            active = tick < clip_end  # after the clip, the state stays as it ended
-            state = jax.tree.map(lambda n, o: jnp.where(active, n, o), new_state, state)
-            since = tick - warmup
-            capture = active & (since >= 0) & (since % stride == stride - 1)
-            frames = jax.lax.cond(
-                capture,
-                lambda f: jax.lax.dynamic_update_index_in_dim(
-                    f, voxel.render_state(state, render_static), since // stride, 0
-                ),
-                lambda f: f,
-                frames,
-            )
-            return (state, key, stuck, frames), None
+    def one(key, params, behaviour, mode):
+        k_reset, k_run = jax.random.split(key)
+        _, state = E.reset(k_reset, params, step_static)
+        start_y = state.player.pos[1]
 
-        carry = (state, key, jnp.int32(0), frames)
-        (state, _, _, frames), _ = jax.lax.scan(tick_fn, carry, jnp.arange(total_ticks))
-        return frames, _ground_truth(initial, state, mob_type, world)
+        def body(carry, inp):
+            state, done = carry
+            k, tick = inp
+            k_act, k_step = jax.random.split(k)
+            action = scripted.scripted_action(behaviour, state, params, mode, k_act, tick)
+            _, new, _, term, trunc, info = E.step(k_step, state, action, params, step_static)
+            state = jax.tree.map(lambda a, b: jnp.where(done, a, b), state, new)
+            ended = done | term | trunc
+            row = _truth_row(state, params, start_y, info["success"] & ~done, ended)
+            return (state, ended), (E.render_state(state, static), row)
 
-    return rollout
+        first = (
+            E.render_state(state, static),
+            _truth_row(state, params, start_y, jnp.bool_(False), jnp.bool_(False)),
+        )
+        _, (frames, rows) = jax.lax.scan(
+            body, (state, jnp.bool_(False)), (jax.random.split(k_run, ticks), jnp.arange(ticks))
+        )
+        return jax.tree.map(
+            lambda f, r: jnp.concatenate([jnp.asarray(f)[None], r]), first, (frames, rows)
+        )
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))
+
+
+@functools.cache
+def _world(config_key: tuple):
+    """Static config and per-behaviour params for one split's world pool."""
+    from envs import spaces, tasks
+    from envs.voxel import env as E
+    from envs.voxel import scripted
+    from envs.voxel.state import VoxelStaticConfig
+    from envs.voxel.worldgen import generate_pool
+
+    size, height, pool_size, seed, h, w = config_key
+    static = VoxelStaticConfig(size_x=size, size_z=size, size_y=height, world_pool_size=pool_size,
+                               height=h, width=w)  # fmt: skip
+    pool = generate_pool(seed, pool_size, static)
+    params, modes = {}, {}
+    for b in BEHAVIOURS:
+        spec = tasks.get(b.task)
+        p = E.make_params(spec, static, pool=pool)
+        if b.target:
+            target = np.zeros(spaces.NUM_ENTITIES, bool)
+            target[spaces.entity_id(b.target)] = True
+            p = p.replace(target_entity=jnp.asarray(target))
+        params[b.name] = p
+        modes[b.name] = scripted.mode_for(spec)
+    return static, params, modes
+
+
+def run_episodes(config: SyntheticConfig, behaviour: Behaviour, seed: int, key_seed: int):
+    """Frames uint8 [B, T+1, H, W, 3] and ground truth (NumPy) of one batch of episodes."""
+    static, params, modes = _world(
+        (config.world_size, config.world_height, config.world_pool, seed, config.height,
+         config.width)
+    )  # fmt: skip
+    run = episode_fn(static, config.episode_ticks)
+    keys = jax.random.split(jax.random.key(key_seed), config.batch)
+    frames, truth = jax.device_get(
+        run(keys, params[behaviour.name], jnp.int32(behaviour.controller),
+            jnp.int32(modes[behaviour.name]))
+    )  # fmt: skip
+    return np.asarray(frames), {k: np.asarray(v) for k, v in truth.items()}
 
 
 # ---------------------------------------------------------------------------------------------
-# Captions
+# Windows, act labels and captions
 # ---------------------------------------------------------------------------------------------
 
 
-def _readable_biome(biome_id: int) -> str:
-    _, spaces, _ = _world()
+def window_frames(end: int, stride: int) -> np.ndarray:
+    """Frame indices of the 16-frame window ending at frame `end`, one every `stride` ticks."""
+    return end - stride * np.arange(NUM_FRAMES - 1, -1, -1)
+
+
+def choose_windows(truth: dict, behaviour: Behaviour, count: int, rng) -> list[tuple[int, int]]:
+    """(end frame, stride) of `count` windows of one episode (truth arrays of length T+1).
+
+    Windows end before the state froze (episode end). With a success event, the first window
+    ends 0..3 ticks after it (approach and act in view) and the second during the approach;
+    the rest are at random."""
+    n = len(truth["success"])
+    hits = np.flatnonzero(truth["success"])
+    windows = []
+    for i in range(count):
+        stride = int(rng.integers(1, 3))
+        lo = stride * (NUM_FRAMES - 1)
+        hi = n - 1
+        if hits.size:
+            hi = min(hi, int(hits[0]) + 3)
+        hi = max(hi, lo)
+        if hits.size and i == 0:
+            end = int(hits[0]) + int(rng.integers(0, 4))
+        elif hits.size and i == 1:
+            end = int(hits[0]) - NUM_FRAMES * stride - int(rng.integers(0, 8))
+        else:
+            end = int(rng.integers(lo, hi + 1))
+        windows.append((int(np.clip(end, lo, hi)), stride))
+    return windows
+
+
+def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
+    """What happened in the window, from ground truth only (the caption's equivalence class)."""
+    from envs import spaces
+
+    start = max(end - NUM_FRAMES * stride, 0)
+
+    def delta(name):
+        return truth[name][end] - truth[name][start]
+
+    kills = delta("kills")
+    if kills.max() > 0:
+        return "kill:" + spaces.ENTITIES[int(np.argmax(kills))]
+    if delta("sheared") > 0:
+        return "shear"
+    if delta("milk") > 0:
+        return "milk"
+    if delta("places") > 0:
+        return "carpet"
+    if truth["pitch"][end] > 60 and (delta("mines") > 0 or delta("depth") >= 0.9):
+        return "dig"  # looking down and mining (walking downhill is not digging)
+    if truth["in_water"][end] or _is_ocean(truth["biome"][end]):
+        return "ocean"
+    if truth["portal_distance"][end] < 3.0:
+        return "portal"
+    target = _target_name(behaviour)
+    closer = truth["target_distance"][start] - truth["target_distance"][end]
+    if behaviour.controller == _ORACLE and target and closer >= 1.0:
+        return ("approach:" if target in MOBS else "approach_place:") + target
+    if behaviour.controller == _CIRCLE and target:
+        near = truth["target_distance"][start : end + 1].min() < 8.0
+        if near and target in MOBS:
+            return "circle:" + target
+    return "wander"
+
+
+def _is_ocean(biome: int) -> bool:
+    from envs import spaces
+
+    return "ocean" in spaces.BIOME_NAMES.get(int(biome), "") or "beach" in spaces.BIOME_NAMES.get(
+        int(biome), ""
+    )
+
+
+def _target_name(behaviour: Behaviour) -> str:
+    from envs import tasks
+
+    if behaviour.target:
+        return behaviour.target
+    spec = tasks.get(behaviour.task)
+    if spec.initial_mobs:
+        return spec.initial_mobs[0]
+    act = TASK_ACTS[behaviour.task]
+    return {"portal": "nether portal", "ocean": "ocean"}.get(act, "")
+
+
+def readable_biome(biome_id: int) -> str:
+    from envs import spaces
+
     name = spaces.BIOME_NAMES.get(int(biome_id), "overworld")
-    return name.replace("_", " ").replace("swampland", "swamp").replace("extreme hills", "hills")
+    name = name.replace("_", " ").replace("swampland", "swamp").replace("extreme hills", "hills")
+    return name.replace(" m", "").replace(" plus", "")
 
 
 def is_night(world_time: int) -> bool:
     return 13000 <= int(world_time) % 24000 < 23000
 
 
-def succeeded(behaviour: Behaviour, truth: dict) -> bool:
-    """Did the simulator's ground truth show the behaviour's outcome?"""
-    name = behaviour.name
-    if name in ("hunt_cow", "hunt_sheep", "combat_zombie", "combat_spider"):
-        return truth["kills"] > 0
-    if name == "shear_sheep":
-        return truth["sheared"] > 0
-    if name == "milk_cow":
-        return truth["milked"] > 0
-    if name == "find_ocean":
-        return bool(truth["in_water"])
-    if name == "dig_hole":
-        return truth["mined_total"] > 0 and truth["depth"] >= 0.9
-    if name == "chop_tree":
-        return truth["logs_mined"] > 0
-    if name == "lay_carpet":
-        return truth["carpet_placed"] > 0
-    return True  # wandering always "succeeds"
-
-
-def caption(behaviour: Behaviour, truth: dict, rng: np.random.Generator) -> str:
-    """One phrasing of what happened, with the biome and time of day from the simulator."""
-    phrasings = behaviour.success if succeeded(behaviour, truth) else behaviour.attempt
-    template = phrasings[int(rng.integers(len(phrasings)))]
-    biome = _readable_biome(truth["biome"])
-    when = "at night" if is_night(truth["world_time"]) else "during the day"
-    if biome.split()[-1] in template or behaviour.name == "find_ocean" and "ocean" in biome:
-        where = when  # "look for the ocean in the ocean" reads wrong
+def caption(label: str, biome_id: int, world_time: int, rng) -> str:
+    """One narrator phrasing of the act `label`, sometimes with where and when it happened."""
+    kind, _, subject = label.partition(":")
+    if kind == "kill":
+        phrasings = _KILL_ANIMAL if subject in ANIMALS else _KILL_HOSTILE
     else:
-        where = f"in the {biome}" if rng.random() < 0.5 else f"in the {biome} {when}"
-    if "{where}" not in template and "{when}" not in template and rng.random() < 0.7:
-        template += " {where}"  # most captions say where: clips differ by biome, not just act
-    return " ".join(template.format(where=where, when=when).split())
+        phrasings = PHRASES[kind]
+    text = phrasings[int(rng.integers(len(phrasings)))]
+    text = text.format(m=subject.replace("_", " "))
+    when = "at night" if is_night(world_time) else "during the day"
+    where = readable_biome(biome_id)
+    r = rng.random()
+    if r < 0.3:
+        text += f" in the {where}"
+    elif r < 0.5:
+        text += f" {when}"
+    elif r < 0.6:
+        text += f" in the {where} {when}"
+    return " ".join(text.split())
+
+
+def captions_contain_prompt(texts, prompts=tuple(TASK_ACTS)) -> list[tuple[str, str]]:
+    """(caption, prompt) pairs where a task prompt appears verbatim in a caption."""
+    found = []
+    for t in texts:
+        padded = f" {' '.join(t.lower().split())} "
+        found += [(t, p) for p in prompts if f" {p} " in padded]
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,131 +437,108 @@ def caption(behaviour: Behaviour, truth: dict, rng: np.random.Generator) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def clip_plan(config: SyntheticConfig) -> list[dict]:
-    """Per clip: behaviour, warm-up ticks, split and seeds (host-side, from the config seed)."""
+def episode_plan(config: SyntheticConfig) -> list[dict]:
+    """Per batch of episodes: split, behaviour, world seed and key (from the config seed)."""
     rng = np.random.default_rng([config.seed, 1])
-    names = list(config.behaviours)
-    # Balanced behaviours (cycled), in a random order.
-    order = rng.permutation(config.num_clips)
+    batches = -(-config.episodes // config.batch)
+    test_batches = max(1, int(round(config.test_fraction * batches)))
+    weights = np.array([b.weight for b in BEHAVIOURS])
     plan = []
-    for i in range(config.num_clips):
-        plan.append(
-            {
-                "index": i,
-                "behaviour": names[int(order[i]) % len(names)],
-                "warmup": int(rng.integers(0, config.max_warmup + 1)),
-                "key_seed": int(rng.integers(2**31)),
-            }
-        )
-    test_count = max(1, int(round(config.test_fraction * config.num_clips)))
-    test = set(rng.choice(config.num_clips, test_count, replace=False).tolist())
-    for clip in plan:
-        clip["split"] = "test" if clip["index"] in test else "train"
+    for split, n, world_seed in (("train", batches - test_batches, config.seed),
+                                 ("test", test_batches, config.seed + 1)):  # fmt: skip
+        # Stratified: every behaviour in proportion to its weight, then shuffled.
+        counts = np.floor(weights / weights.sum() * n).astype(int)
+        extra = rng.choice(len(BEHAVIOURS), n - counts.sum(), replace=False,
+                           p=weights / weights.sum())  # fmt: skip
+        counts[extra] += 1
+        names = np.repeat(np.arange(len(BEHAVIOURS)), counts)
+        for i in rng.permutation(names):
+            plan.append({"split": split, "behaviour": BEHAVIOUR_NAMES[i],
+                         "world_seed": world_seed, "key_seed": int(rng.integers(2**31))})  # fmt: skip
     return plan
 
 
-@functools.cache
-def _simulator(config_key: tuple):
-    """Compiled rollout and per-behaviour params for a world shape (cached per build shape)."""
-    world_size, world_height, world_pool, seed, stride, max_warmup = config_key
-    voxel, spaces, _ = _world()
-    from envs import tasks
-
-    static = voxel.VoxelStaticConfig(
-        size_x=world_size,
-        size_z=world_size,
-        size_y=world_height,
-        world_pool_size=world_pool,
-        render=False,
-    )
-    render_static = dataclasses.replace(static, render=True)
-    params, pool = {}, None
-    for b in BEHAVIOURS:
-        p = voxel.make_params(tasks.get(b.task), static, seed=seed, pool=pool)
-        pool = p.pool
-        params[b.name] = p
-    rollout = jax.jit(make_rollout(static, render_static, NUM_FRAMES, stride, max_warmup))
-    return rollout, params, spaces
-
-
-def simulate(config: SyntheticConfig, clips: list[dict]) -> list[tuple[np.ndarray, dict]]:
-    """Frames uint8 [16, 160, 256, 3] and ground truth for each planned clip."""
-    rollout, params, spaces = _simulator(
-        (config.world_size, config.world_height, config.world_pool, config.seed,
-         config.frame_stride, config.max_warmup)
-    )  # fmt: skip
-    by_name = {b.name: b for b in BEHAVIOURS}
-    out = []
-    for clip in clips:
-        behaviour = by_name[clip["behaviour"]]
-        mob_type = spaces.entity_id(behaviour.target_mob) if behaviour.target_mob else 0
-        frames, truth = jax.device_get(
-            rollout(
-                jax.random.key(clip["key_seed"]),
-                params[behaviour.name],
-                jnp.int32(behaviour.controller),
-                jnp.int32(mob_type),
-                jnp.int32(clip["warmup"]),
-            )
-        )
-        out.append((np.asarray(frames), {k: v.item() for k, v in truth.items()}))
-    return out
-
-
-class SyntheticClips(tfds_io.ClipDataset, skip_registration=True):
-    """Captioned 16-frame clips of scripted behaviours in the embedded world."""
-
-
-def build(config: SyntheticConfig) -> dict:
-    """Simulate, caption and write the dataset; returns a summary (also in build_report.json)."""
-    tfds_io.prepare_output_dir(config.out, config.overwrite)  # fail before simulating
-    plan = clip_plan(config)
-    results = simulate(config, plan)
-    by_name = {b.name: b for b in BEHAVIOURS}
-    examples = {"train": [], "test": []}
-    summary = {"clips": {"train": 0, "test": 0}, "behaviours": {}}
-    texts = []
-    for clip, (frames, truth) in zip(plan, results):
-        behaviour = by_name[clip["behaviour"]]
-        rng = np.random.default_rng([config.seed, 2, clip["index"]])
-        text = caption(behaviour, truth, rng)
-        start_s = clip["warmup"] / TICKS_PER_SECOND
-        end_s = (clip["warmup"] + NUM_FRAMES * config.frame_stride) / TICKS_PER_SECOND
-        clip_id = f"synthetic/{clip['index']:06d}/{behaviour.name}"
-        texts.append(text)
-        examples[clip["split"]].append(
-            {"frames": frames, "text": text, "clip_id": clip_id, "start_s": start_s, "end_s": end_s}
-        )
-        stats = summary["behaviours"].setdefault(behaviour.name, {"clips": 0, "succeeded": 0})
-        stats["clips"] += 1
-        stats["succeeded"] += int(succeeded(behaviour, truth))
-        summary["clips"][clip["split"]] += 1
-    unique_texts = sorted(set(texts))  # captions repeat a lot: tokenize each once
-    token_ids = dict(zip(unique_texts, tokens.tokenize(unique_texts)))
-    for split in examples:
-        for ex in examples[split]:
-            ex["tokens"] = token_ids[ex["text"]]
-    tfds_io.write_clip_dataset(
-        config.out,
-        {
-            split: (lambda items=items: ((ex["clip_id"], ex) for ex in items))
-            for split, items in examples.items()
-        },
-        description=__doc__,
-        overwrite=config.overwrite,
-        builder_class=SyntheticClips,
-    )
-    summary["config"] = dataclasses.asdict(config)
-    with open(os.path.join(config.out, "build_report.json"), "w") as f:
+def build(config: SyntheticConfig, progress: bool = True) -> dict:
+    """Simulate, cut, caption and write the clip directory; returns its summary."""
+    out = _prepare(config.out, config.overwrite)
+    plan = episode_plan(config)
+    by_name = dict(zip(BEHAVIOUR_NAMES, BEHAVIOURS))
+    per_batch = config.batch * config.clips_per_episode
+    sizes = {s: per_batch * sum(p["split"] == s for p in plan) for s in ("train", "test")}
+    shape = (NUM_FRAMES, config.height, config.width, 3)
+    frames_out = {
+        s: np.lib.format.open_memmap(
+            os.path.join(out, f"{s}_frames.npy"), "w+", np.uint8, (n, *shape)
+        )  # fmt: skip
+        for s, n in sizes.items()
+    }
+    records = {"train": [], "test": []}
+    labels: dict[str, int] = {}
+    t0 = time.monotonic()
+    for b, batch in enumerate(plan):
+        behaviour = by_name[batch["behaviour"]]
+        frames, truth = run_episodes(config, behaviour, batch["world_seed"], batch["key_seed"])
+        rng = np.random.default_rng([config.seed, 2, b])
+        for e in range(config.batch):
+            ep = {k: v[e] for k, v in truth.items()}
+            for end, stride in choose_windows(ep, behaviour, config.clips_per_episode, rng):
+                idx = window_frames(end, stride)
+                label = act_label(ep, behaviour, end, stride)
+                text = caption(label, ep["biome"][end], ep["world_time"][end], rng)
+                split = batch["split"]
+                row = len(records[split])
+                frames_out[split][row] = frames[e, idx]
+                records[split].append({
+                    "text": text, "label": label, "task": behaviour.task,
+                    "behaviour": behaviour.name, "stride": stride,
+                    "clip_id": f"synthetic/{b:05d}/{e}/{end}/{behaviour.name}",
+                    "start_s": float(idx[0] / TICKS_PER_SECOND),
+                    "end_s": float(idx[-1] / TICKS_PER_SECOND),
+                    "target_distance": float(ep["target_distance"][end]),
+                })  # fmt: skip
+                labels[label] = labels.get(label, 0) + 1
+        if progress and (b + 1) % 10 == 0:
+            rate = (b + 1) / (time.monotonic() - t0)
+            print(f"batch {b + 1}/{len(plan)} ({rate * config.batch:.1f} episodes/s)", flush=True)
+    for split, recs in records.items():
+        frames_out[split].flush()
+        texts = [r["text"] for r in recs]
+        unique = sorted(set(texts))
+        ids = dict(zip(unique, tokens.tokenize(unique)))
+        np.save(os.path.join(out, f"{split}_tokens.npy"),
+                np.stack([ids[t] for t in texts]).astype(np.int32))  # fmt: skip
+        with open(os.path.join(out, f"{split}_clips.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+    summary = {
+        "format": ARRAY_FORMAT,
+        "frame_shape": list(shape),
+        "clips": {s: len(r) for s, r in records.items()},
+        "labels": dict(sorted(labels.items())),
+        "seconds": round(time.monotonic() - t0, 1),
+        "config": dataclasses.asdict(config),
+    }
+    with open(os.path.join(out, "clips.json"), "w") as f:
         json.dump(summary, f, indent=1)
     return summary
 
 
+def _prepare(out: str, overwrite: bool) -> str:
+    out = os.path.expanduser(out)
+    if os.path.isdir(out) and os.listdir(out):
+        if not overwrite:
+            raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it")
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
 def main(config: SyntheticConfig) -> None:
     summary = build(config)
-    print(f"clips: train {summary['clips']['train']}, test {summary['clips']['test']}")
-    for name, stats in sorted(summary["behaviours"].items()):
-        print(f"  {name}: {stats['clips']} clips, {stats['succeeded']} succeeded")
+    print(f"clips: train {summary['clips']['train']}, test {summary['clips']['test']} "
+          f"in {summary['seconds']} s")  # fmt: skip
+    for label, n in summary["labels"].items():
+        print(f"  {label}: {n}")
     print(f"wrote {config.out}")
 
 

@@ -1,10 +1,12 @@
 """Loading and saving MineCLIP weights.
 
+    mc = mcj.load_checkpoint("mini")            # MineCLIP-mini, shipped with the package
     mc = mcj.load_checkpoint("attn.pth")        # released checkpoint (needs torch, once)
     mcj.save_checkpoint(mc, "mineclip_attn")    # native: config.json + params.msgpack
     mc = mcj.load_checkpoint("mineclip_attn")   # no torch needed from now on
 
 Accepted inputs of `load_checkpoint`:
+* a shipped model by name: "mini" (`mineclip_jax/pretrained/mini`, checksums verified);
 * the released `attn.pth` / `avg.pth` (a dict whose `state_dict` holds `model.`-prefixed keys);
 * a plain PyTorch state dict with the official keys (`torch.save(model.state_dict(), path)`);
 * a `.npz` of official-key arrays (e.g. from `export_state_dict`);
@@ -14,6 +16,7 @@ Accepted inputs of `load_checkpoint`:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -38,6 +41,82 @@ NATIVE_FORMAT = "mineclip-jax/1"
 CONFIG_FILE = "config.json"
 PARAMS_FILE = "params.msgpack"
 TORCH_HINT = 'reading PyTorch checkpoints needs torch: pip install "mineclip-jax[torch]"'
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+SHIPPED = ("mini",)  # models shipped inside the package, loadable by name
+CHECKSUM_FILE = "SHA256SUMS"
+EXPECTED_INPUTS = (
+    "a PyTorch checkpoint (.pth/.ckpt: a zip archive or a pickle), a .npz of official-key "
+    "arrays, a native checkpoint directory (config.json + params.msgpack), or a shipped "
+    f"model name ({', '.join(repr(n) for n in SHIPPED)})"
+)
+
+
+def shipped_path(name: str) -> Path:
+    """Directory of a model shipped with the package (e.g. "mini")."""
+    if name not in SHIPPED:
+        raise ValueError(f"no shipped model {name!r}; shipped: {list(SHIPPED)}")
+    return PRETRAINED_DIR / name
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_checksums(directory: str | os.PathLike) -> Path:
+    """Write `SHA256SUMS` (sha256sum format) for the files of a native checkpoint directory."""
+    directory = Path(directory)
+    lines = [f"{file_sha256(directory / n)}  {n}" for n in (CONFIG_FILE, PARAMS_FILE)]
+    (directory / CHECKSUM_FILE).write_text("\n".join(lines) + "\n")
+    return directory / CHECKSUM_FILE
+
+
+def verify_checksums(directory: str | os.PathLike) -> None:
+    """Raise if a file listed in `SHA256SUMS` is missing or differs (a damaged install)."""
+    directory = Path(directory)
+    listing = directory / CHECKSUM_FILE
+    if not listing.is_file():
+        raise FileNotFoundError(f"{listing} is missing; reinstall mineclip-jax")
+    for line in listing.read_text().splitlines():
+        if not line.strip():
+            continue
+        digest, name = line.split(maxsplit=1)
+        path = directory / name.strip()
+        if not path.is_file() or file_sha256(path) != digest:
+            raise CheckpointMismatchError(
+                f"{path} is missing or does not match its checksum in {listing}; the shipped "
+                f"model is damaged: reinstall mineclip-jax"
+            )
+
+
+def _sniff_file(path: Path) -> str:
+    """ "torch", "npz" or raise: what a checkpoint file is, judged by its bytes, so that a file
+    that is no checkpoint at all is named as such before torch is asked about it."""
+    import zipfile
+
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head.startswith(b"PK\x03\x04"):  # torch.save (since 1.6) and np.savez write zips
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except zipfile.BadZipFile:
+            names = []
+        if any(n.endswith("data.pkl") for n in names):
+            return "torch"
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+        what = f"is a zip archive holding {names[:5]}" if names else "is a damaged zip archive"
+    elif len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "torch"  # legacy torch.save: a pickle stream (protocol 2-5)
+    else:
+        what = "is empty" if not head else f"starts with bytes {head!r}"
+    raise CheckpointMismatchError(
+        f"{path} is not a checkpoint: the file {what}; expected {EXPECTED_INPUTS}"
+    )
 
 
 def _import_torch():
@@ -123,7 +202,12 @@ def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
             f"unexpected {extra}, wrong shapes {wrong}"
         )
     params = serialization.from_state_dict(target, raw)
-    return MineCLIPHandle(config=config, params=jax.tree.map(np.asarray, params))
+    # Weights stored in float16 (to ship small) load back as float32.
+    return MineCLIPHandle(
+        config=config,
+        params=jax.tree.map(lambda x: np.asarray(x, np.float32), params),
+        source=str(directory),
+    )
 
 
 def load_checkpoint(
@@ -143,9 +227,20 @@ def load_checkpoint(
     """
     if isinstance(path_or_state_dict, Mapping):
         return load_state_dict(path_or_state_dict, config, **config_overrides)
+    if isinstance(path_or_state_dict, str) and path_or_state_dict in SHIPPED:
+        if os.path.exists(path_or_state_dict):
+            raise ValueError(
+                f"{path_or_state_dict!r} names both a shipped model and a path here; pass "
+                f"./{path_or_state_dict} for the path"
+            )
+        directory = shipped_path(path_or_state_dict)
+        verify_checksums(directory)
+        if config is not None:
+            raise ValueError("a shipped model carries its own config; pass overrides instead")
+        return _load_native(directory, config_overrides)
     path = Path(path_or_state_dict).expanduser()
     if not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+        raise FileNotFoundError(f"no checkpoint at {path}; expected {EXPECTED_INPUTS}")
     if path.is_dir():
         if not (path / CONFIG_FILE).is_file() or not (path / PARAMS_FILE).is_file():
             raise FileNotFoundError(
@@ -155,7 +250,7 @@ def load_checkpoint(
         if config is not None:
             raise ValueError("a native checkpoint carries its own config; pass overrides instead")
         return _load_native(path, config_overrides)
-    if path.suffix == ".npz":
+    if _sniff_file(path) == "npz":
         with np.load(path) as data:
             sd = {k: data[k] for k in data.files}
     else:
@@ -163,11 +258,16 @@ def load_checkpoint(
     return load_state_dict(sd, config, **config_overrides)
 
 
-def save_checkpoint(handle: MineCLIPHandle, directory: str | os.PathLike) -> Path:
-    """Write `config.json` + `params.msgpack` (float32) into `directory` (created if needed)."""
+def save_checkpoint(
+    handle: MineCLIPHandle, directory: str | os.PathLike, dtype: str = "float32"
+) -> Path:
+    """Write `config.json` + `params.msgpack` into `directory` (created if needed). `dtype`
+    "float16" halves the file (the shipped mini model); loading always gives float32."""
+    if dtype not in ("float32", "float16"):
+        raise ValueError(f"dtype must be 'float32' or 'float16', got {dtype!r}")
     directory = Path(directory).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
-    params = jax.tree.map(lambda x: np.asarray(x, dtype=np.float32), handle.params)
+    params = jax.tree.map(lambda x: np.asarray(x, dtype=dtype), handle.params)
     (directory / PARAMS_FILE).write_bytes(serialization.msgpack_serialize(params))
     meta = {"format": NATIVE_FORMAT, "config": handle.config.to_dict()}
     (directory / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")

@@ -7,6 +7,7 @@ weights) live in the params pytree, never here.
     import mineclip_jax as mcj
     cfg = mcj.MineCLIPConfig.attn()            # the released attn.pth architecture
     cfg = mcj.MineCLIPConfig.tiny(pool="avg")  # a CPU-fast test model with the same interfaces
+    cfg = mcj.MineCLIPConfig.mini()            # MineCLIP-mini: 48x64 frames, the shipped model
 """
 
 from __future__ import annotations
@@ -143,6 +144,29 @@ class MineCLIPConfig:
             temporal_depth=1,
             temporal_heads=2,
             temporal_dim_head=32,
+        )
+        fields.update(overrides)
+        return cls(**fields)
+
+    @classmethod
+    def mini(cls, **overrides) -> MineCLIPConfig:
+        """MineCLIP-mini, the model the package ships (`load_checkpoint("mini")`): the same
+        modules at the embedded world's default render size, 48x64 with 8-pixel patches (a 6x8
+        grid), so agents feed it their frames directly. Widths are chosen so that encoding a
+        frame costs fewer FLOPs than the agents' small trainable CNN, and the 49,408-token
+        embedding (which dominates at this width) keeps the shipped weights a few MB (stored
+        in float16). The temporal aggregator is the mean over time, as MineCLIP[avg]."""
+        fields = dict(
+            image_size=(48, 64),
+            patch_size=8,
+            vision_width=64,
+            vision_layers=3,
+            vision_heads=2,
+            text_width=64,
+            text_layers=2,
+            text_heads=2,
+            embed_dim=64,
+            pool="avg",  # MineCLIP[avg]: trains on frame subsets (half the CPU) and any window
         )
         fields.update(overrides)
         return cls(**fields)

@@ -1,11 +1,14 @@
 """Score a short clip against a few prompts with MineCLIP and print the table.
 
-    python -m mineclip_jax.demo                                   # random weights, built-in clip
+    python -m mineclip_jax.demo                                   # MineCLIP-mini, built-in clip
     python -m mineclip_jax.demo --ckpt attn.pth --video clip.mp4 --prompts "hunt a cow" "dig a hole"
+    python -m mineclip_jax.demo --ckpt random --config tiny      # random weights (pipeline only)
 
 Without `--video` the clip is a procedurally drawn 16-frame scene (grass, sky and a cow-like
-block that grows as the camera walks up to it). Without `--ckpt` the model has random weights:
-the numbers then only show that the pipeline runs, not what MineCLIP thinks.
+block that grows as the camera walks up to it). `--ckpt` defaults to "mini", the MineCLIP the
+package ships (trained on the embedded world's video; `mineclip_jax/pretrained/mini`); with
+`--ckpt random` the numbers only show that the pipeline runs, not what MineCLIP thinks. Frames
+are resized to the model's input size (48x64 for mini, 160x256 for the released models).
 
 Columns: the logit exp(s) * cos(video, prompt); P = softmax over the listed prompts; Direct =
 max(P - 1/N, 0), the reward an agent would get for that prompt as its goal with the others as
@@ -42,12 +45,12 @@ DEFAULT_PROMPTS = (
 class DemoConfig:
     """MineCLIP demo: score one 16-frame clip against prompts."""
 
-    ckpt: Path | None = None  # official .pth, state dict or native checkpoint dir (else random).
+    ckpt: str = "mini"  # shipped name, official .pth, native checkpoint dir, or "random".
     video: Path | None = None  # a video file to score (else a built-in procedural clip).
     start_s: float = 0.0  # where the clip starts in --video (seconds).
     duration_s: float = 8.0  # clip length in --video; 16 frames are sampled uniformly.
     prompts: tuple[str, ...] = DEFAULT_PROMPTS  # prompts to score the clip against.
-    config: Literal["attn", "avg", "tiny"] = "attn"  # architecture for random weights.
+    config: Literal["attn", "avg", "tiny", "mini"] = "attn"  # architecture of --ckpt random.
     seed: int = 0  # seed of the random weights.
 
 
@@ -71,9 +74,20 @@ def procedural_clip(num_frames: int = NUM_FRAMES) -> np.ndarray:
     return frames
 
 
+def resize_clip(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """uint8 [T, h, w, 3] -> [T, H, W, 3] (bilinear, PIL), unchanged when already that size."""
+    from PIL import Image
+
+    if tuple(frames.shape[1:3]) == tuple(size):
+        return frames
+    h, w = size
+    return np.stack([np.asarray(Image.fromarray(f).resize((w, h), Image.BILINEAR)) for f in frames])
+
+
 def read_video_clip(path: Path, start_s: float, duration_s: float) -> np.ndarray:
-    """16 frames sampled uniformly from [start_s, start_s + duration_s) of a video file,
-    resized to 160x256 RGB (PyAV)."""
+    """16 distinct frames sampled uniformly from [start_s, start_s + duration_s) of a video
+    file, resized to 160x256 RGB (PyAV). A clip with fewer than 16 frames in that interval is
+    refused (saying how many it has) rather than padded with repeats."""
     import av
 
     if not path.is_file():
@@ -96,7 +110,18 @@ def read_video_clip(path: Path, start_s: float, duration_s: float) -> np.ndarray
             f"check --start-s / --duration-s"
         )
     stamps = np.array([t for t, _ in decoded])
+    inside = int(np.sum((stamps >= start_s) & (stamps < start_s + duration_s)))
     picks = [int(np.argmin(np.abs(stamps - t))) for t in times]
+    distinct = len(set(picks))
+    if distinct < NUM_FRAMES:
+        last = float(stamps.max())
+        raise ValueError(
+            f"{path} gives only {distinct} distinct frames for the {NUM_FRAMES}-frame window "
+            f"[{start_s:g}, {start_s + duration_s:g}) s ({inside} frames decoded there, the "
+            f"last at {last:.2f} s); repeating frames would score a different clip. Choose "
+            f"--start-s/--duration-s inside the video with at least {NUM_FRAMES} frames, or use "
+            f"a longer clip"
+        )
     return np.stack([decoded[i][1] for i in picks])
 
 
@@ -129,7 +154,7 @@ def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
     if len(prompts) < 2:
         raise ValueError("give at least two --prompts (the probability is relative to the others)")
     t0 = time.perf_counter()
-    if cfg.ckpt is not None:
+    if cfg.ckpt != "random":
         handle = load_checkpoint(cfg.ckpt)
         print(f"MineCLIP[{handle.config.pool}] from {cfg.ckpt}")
     else:
@@ -137,12 +162,13 @@ def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
             "attn": MineCLIPConfig.attn,
             "avg": MineCLIPConfig.avg,
             "tiny": MineCLIPConfig.tiny,
+            "mini": MineCLIPConfig.mini,
         }[cfg.config]()
         handle = create(config, jax.random.key(cfg.seed))
         print(
-            f"NOTICE: no --ckpt given, so MineCLIP[{cfg.config}] has RANDOM weights; the scores "
-            f"below are meaningless. Pass --ckpt attn.pth (released weights) or a checkpoint "
-            f"written by python -m mineclip_jax.train."
+            f"NOTICE: --ckpt random, so MineCLIP[{cfg.config}] has RANDOM weights; the scores "
+            f"below are meaningless. Leave --ckpt at mini (shipped), or pass attn.pth (released "
+            f"weights) or a checkpoint written by python -m mineclip_jax.train."
         )
     if cfg.video is not None:
         frames = read_video_clip(cfg.video, cfg.start_s, cfg.duration_s)
@@ -150,6 +176,7 @@ def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
     else:
         frames = procedural_clip()
         source = "built-in procedural clip (walking up to a cow-like block)"
+    frames = resize_clip(frames, handle.config.image_size)
     print(f"clip: {source}, {frames.shape[0]} frames of {frames.shape[1]}x{frames.shape[2]}")
     scores = score_clip(handle, frames, prompts)
     print(format_table(prompts, scores))

@@ -11,6 +11,13 @@ labels is the binary F1 (success = positive class).
     result = evaluator.evaluate_trajectories(reward, features, lengths, human_labels)
     print(result.f1, result.threshold)
 
+Calibrated judging (the threshold fitted ONCE, on labelled calibration trajectories, and then
+used for any policy; fitting it on the judged policy's own episodes would give a random
+policy successes and never let a perfect one reach 100%):
+
+    delta = evaluator.calibrated_threshold(mc, "dig a hole")   # from the checkpoint's judge.json
+    success = evaluator.judge(episode_mean_rewards, delta)     # bool per episode
+
 The k-means here is exact: in 1-D the optimal 2-clustering splits the sorted scores at one
 point, so every split is tried and the one with the least within-cluster sum of squares wins
 (ties: the first, i.e. lowest, split). This is deterministic and is the global optimum that
@@ -20,9 +27,14 @@ Lloyd's algorithm (as in scikit-learn) converges to for well-separated scores.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
+
+JUDGE_FILE = "judge.json"  # per-task calibrated thresholds stored beside a checkpoint
 
 
 def trajectory_scores(step_rewards, lengths=None) -> np.ndarray:
@@ -140,3 +152,52 @@ def evaluate_trajectories(reward, frame_features, lengths=None, labels=None, goa
     frame_features = jnp.asarray(frame_features)
     step_rewards, _ = reward.trajectory_rewards(frame_features, goal_index)
     return evaluate_scores(trajectory_scores(np.asarray(step_rewards), lengths), labels)
+
+
+def judge(episode_mean_rewards, delta: float) -> np.ndarray:
+    """Success (True) for each episode whose mean step reward exceeds the calibrated `delta`."""
+    scores = np.asarray(episode_mean_rewards, np.float64)
+    if scores.ndim != 1:
+        raise ValueError(f"episode_mean_rewards must be 1-D [episodes], got shape {scores.shape}")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("episode_mean_rewards contains NaN or inf")
+    if not np.isfinite(delta):
+        raise ValueError(f"delta must be a finite number, got {delta!r}")
+    return scores > float(delta)
+
+
+def judge_entries(handle_or_dir) -> dict:
+    """The per-task judge calibrations stored with a checkpoint (its judge.json `tasks`)."""
+    if isinstance(handle_or_dir, (str, os.PathLike)):
+        from mineclip_jax.checkpoint import SHIPPED, shipped_path
+
+        name = str(handle_or_dir)
+        directory = shipped_path(name) if name in SHIPPED else Path(name).expanduser()
+    else:
+        source = getattr(handle_or_dir, "source", None)
+        if source is None:
+            raise ValueError(
+                "this MineCLIP handle was not loaded from a checkpoint directory (random or "
+                "in-memory weights), so it has no calibrated judge; load one with "
+                'mineclip_jax.load_checkpoint("mini") or calibrate with benchmarks/mineclip_mini_judge.py'
+            )
+        directory = Path(source)
+    path = directory / JUDGE_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{directory} has no {JUDGE_FILE}: this checkpoint was never calibrated as a judge; "
+            f"calibrate it with benchmarks/mineclip_mini_judge.py"
+        )
+    return json.loads(path.read_text())["tasks"]
+
+
+def calibrated_threshold(handle, task_prompt: str) -> float:
+    """The judge threshold delta calibrated for `task_prompt` with this checkpoint (stored in
+    its judge.json); a clear error when the checkpoint has none for that task."""
+    entries = judge_entries(handle)
+    if task_prompt not in entries:
+        raise KeyError(
+            f"the checkpoint has no calibrated judge threshold for {task_prompt!r}; it has "
+            f"{sorted(entries)}"
+        )
+    return float(entries[task_prompt]["delta"])

@@ -46,6 +46,9 @@ class MineCLIPHandle:
 
     config: MineCLIPConfig
     params: Params
+    # Checkpoint directory the weights came from (None: random or in-memory); files stored
+    # beside the weights, such as a calibrated judge (judge.json), are looked up there.
+    source: str | None = None
     module: MineCLIP = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self):
@@ -119,6 +122,8 @@ class MineCLIPHandle:
         return MineCLIPHandle(
             config=self.config if config is None else config,
             params=self.params if params is None else params,
+            # New weights are not the checkpoint's any more; a new config keeps them.
+            source=self.source if params is None else None,
         )
 
     def astype(self, dtype: str) -> MineCLIPHandle:

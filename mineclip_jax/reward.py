@@ -61,7 +61,7 @@ PAPER_TASK_PROMPTS: tuple[str, ...] = (
     "hunt a sheep",
     "combat a spider",
     "combat a zombie",
-    "combat a pigman",
+    "combat a zombie pigman",
     "combat an enderman",
     "find a nether portal",
     "find an ocean",
@@ -69,6 +69,20 @@ PAPER_TASK_PROMPTS: tuple[str, ...] = (
     "put carpets on the floor",
 )
 DEFAULT_NEGATIVE_PROMPTS: tuple[str, ...] = PAPER_TASK_PROMPTS
+
+# Paraphrase detection for negatives: a negative that says the goal in other words would
+# compete with it and suppress its reward ("combat a pigman" vs "combat a zombie pigman").
+# Prompts are compared after mapping verbs of one act to one word, mob aliases to one name,
+# dropping articles and a plural "s".
+_VERB_CLASSES = {
+    "kill": ("hunt", "kill", "slay", "combat", "fight", "attack", "defeat", "battle"),
+    "find": ("find", "reach", "locate", "discover", "search"),
+    "put": ("put", "place", "lay", "set"),
+}
+_VERB = {v: k for k, vs in _VERB_CLASSES.items() for v in vs}
+_ALIASES = ((r"\bzombified piglins?\b", "zombie pigman"), (r"(?<!zombie )\bpigm[ae]n\b", "zombie pigman"),
+            (r"\bzombie pig ?m[ae]n\b", "zombie pigman"))  # fmt: skip
+_ARTICLES = {"a", "an", "the", "some"}
 DEFAULT_WINDOW = 16  # frames per video window, as MineCLIP was trained (paper App. E.3).
 
 
@@ -311,10 +325,25 @@ def _normalise_prompt(prompt: str) -> str:
     return re.sub(r"\s+", " ", prompt.strip()).lower()
 
 
+def prompt_meaning(prompt: str) -> tuple[str, ...]:
+    """A canonical form of a prompt: two prompts with the same form are paraphrases."""
+    text = _normalise_prompt(prompt)
+    for pattern, name in _ALIASES:
+        text = re.sub(pattern, name, text)
+    words = []
+    for w in re.findall(r"[a-z]+", text):
+        if w in _ARTICLES:
+            continue
+        w = _VERB.get(w, w)
+        words.append(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return tuple(words)
+
+
 def build_prompt_table(goals: Sequence[str], negatives: Sequence[str]):
     """Prompt table, goal columns and candidate masks for several goals sharing one negative
-    set. A negative equal to a goal (after lower-casing) is dropped for that goal; other goals
-    are candidates of a goal only if they are also listed as negatives."""
+    set. A negative equal to a goal or a paraphrase of it (same `prompt_meaning`) is dropped
+    for that goal; other goals are candidates of a goal only if they are also listed as
+    negatives."""
     prompts: list[str] = []
     column: dict[str, int] = {}
     for text in (*goals, *negatives):
@@ -327,12 +356,17 @@ def build_prompt_table(goals: Sequence[str], negatives: Sequence[str]):
     goal_prompt = np.array([column[_normalise_prompt(g)] for g in goals], np.int32)
     negative_cols = sorted({column[_normalise_prompt(n)] for n in negatives})
     candidates = np.zeros((len(goals), len(prompts)), bool)
+    meanings = [prompt_meaning(p) for p in prompts]
     for g, col in enumerate(goal_prompt):
         candidates[g, negative_cols] = True
+        for c in negative_cols:
+            if meanings[c] == meanings[col]:
+                candidates[g, c] = False  # a paraphrase of the goal is no negative
         candidates[g, col] = True
         if candidates[g].sum() < 2:
             raise ValueError(
-                f"goal {goals[g]!r} has no negative prompts (all negatives equal it); pass "
+                f"goal {goals[g]!r} has no negative prompts (all negatives equal or paraphrase "
+                f"it); pass "
                 f"negatives=[...] with at least one other prompt"
             )
     return tuple(prompts), goal_prompt, candidates

@@ -3,10 +3,16 @@
     python -m mineclip_jax.train --data DIR --out RUN                      # random tiny model
     python -m mineclip_jax.train --data DIR --out RUN --config attn --init attn.pth \
         --finetune-last-layers 2 --bf16                                     # the paper's recipe
+    python -m mineclip_jax.train --data MINI --out RUN --config mini --save-dtype float16
+                                                       # MineCLIP-mini (see scripts/ in README)
 
 DIR is any TFDS dataset directory with the training-data contract (docs/interfaces.md):
 `frames` uint8 [16, 160, 256, 3], `tokens` int32 [77], `text`, `clip_id`, `start_s`, `end_s`,
 splits `train` and `test`; it is read through TFDS array_record data sources (no TensorFlow).
+It may also be an array clip directory as `data.synthetic` writes (`clips.json`,
+`{split}_frames.npy` uint8 [N, 16, H, W, 3] read by memory map, `{split}_tokens.npy`,
+`{split}_clips.jsonl`), at any frame size that matches the model's `image_size`; its act labels
+make retrieval count clips with equivalent captions as matches.
 
 What a run does: symmetric InfoNCE over the batch's video/text pairs with the learnable
 temperature (log scale clamped to +-ln 100 as CLIP/MineCLIP), AdamW with a cosine schedule and
@@ -65,7 +71,7 @@ class TrainConfig:
     data: Path  # TFDS dataset directory with the clip contract and train/test splits.
     out: Path  # run directory: checkpoints/, tb/, model/ (final), train_config.json.
     init: str | None = None  # start from weights: official .pth, state dict, or our model dir.
-    config: Literal["tiny", "attn", "avg"] = "tiny"  # architecture for random init (no --init).
+    config: Literal["tiny", "mini", "attn", "avg"] = "tiny"  # architecture for random init.
     pool: Literal["attn", "avg"] = "attn"  # temporal aggregator of the tiny config.
     steps: int = 1000  # optimizer steps in total.
     batch_size: int = 32  # global batch (video/text pairs); divisible by the device count.
@@ -81,6 +87,8 @@ class TrainConfig:
     finetune_last_layers: int = 0  # train only the last N blocks of each tower (paper: 2); 0 = all.
     bf16: bool = False  # compute in bfloat16 (params and optimizer stay float32).
     crop_min_area: float = 0.8  # random resized crop keeps >= this area fraction; 1 = no crop.
+    train_frames: int = 0  # encode a random ordered subset of this many frames per clip in a
+    # training step (0 = all 16); only for the avg aggregator, whose mean it leaves unbiased.
     eval_batch_size: int = 32  # clips per evaluation batch.
     eval_every: int = 0  # evaluate on the test split every N steps (0 = only at the end).
     max_eval_clips: int = 0  # evaluate on at most this many test clips (0 = all).
@@ -89,18 +97,83 @@ class TrainConfig:
     seed: int = 0  # seed of init, data order and augmentation.
     time_limit_min: float = 0.0  # stop (checkpoint, evaluate) after this many minutes; 0 = none.
     progress: bool = True  # show a tqdm progress bar.
+    save_dtype: Literal["float32", "float16"] = "float32"  # storage dtype of RUN/model weights.
 
 
 # ------------------------------------------------------------------------------ the data
-def open_split(data_dir: str | os.PathLike, split: str):
-    """A random-access TFDS data source over one split, after checking the clip contract."""
+ARRAY_FORMAT = "mineclip-jax-clips/1"  # array clip directories (data.synthetic writes them)
+
+
+class ArraySplit:
+    """One split of an array clip directory: frames by memory map, tokens, texts and labels."""
+
+    def __init__(self, data_dir: Path, split: str):
+        meta = json.loads((data_dir / "clips.json").read_text())
+        if meta.get("format") != ARRAY_FORMAT:
+            raise ValueError(
+                f"{data_dir / 'clips.json'} has format {meta.get('format')!r}, expected "
+                f"{ARRAY_FORMAT!r}"
+            )
+        if split not in meta["clips"]:
+            raise ValueError(f"{data_dir} has no {split!r} split (it has {list(meta['clips'])})")
+        self.frames = np.load(data_dir / f"{split}_frames.npy", mmap_mode="r")
+        self.tokens = np.load(data_dir / f"{split}_tokens.npy")
+        with open(data_dir / f"{split}_clips.jsonl") as f:
+            self.records = [json.loads(line) for line in f]
+        n = len(self.records)
+        if self.frames.shape[0] != n or self.tokens.shape != (n, 77):
+            raise ValueError(
+                f"{data_dir} split {split!r} is inconsistent: {self.frames.shape[0]} frame clips, "
+                f"tokens {self.tokens.shape}, {n} records"
+            )
+        self.texts = [r["text"] for r in self.records]
+        self.labels = [r.get("label", r["text"]) for r in self.records]
+
+    @property
+    def frame_shape(self) -> tuple[int, ...]:
+        return tuple(self.frames.shape[1:])
+
+    def __len__(self):
+        return len(self.records)
+
+    def batch(self, indices) -> dict:
+        indices = np.asarray(indices, np.int64)
+        order = np.argsort(indices)  # memory-mapped reads in file order
+        frames = np.empty((len(indices), *self.frames.shape[1:]), np.uint8)
+        frames[order] = self.frames[indices[order]]
+        return {
+            "frames": frames,
+            "tokens": self.tokens[indices],
+            "text": [self.texts[i] for i in indices],
+        }
+
+
+def open_split(data_dir: str | os.PathLike, split: str, image_size: tuple[int, int] = (160, 256)):
+    """A random-access data source over one split, after checking the clip contract (frames
+    [16, *image_size, 3]): a TFDS dataset directory or an array clip directory."""
+    data_dir = Path(data_dir).expanduser()
+    if (data_dir / "clips.json").is_file():
+        source = ArraySplit(data_dir, split)
+        want = (NUM_FRAMES, *image_size, 3)
+        if source.frame_shape != want:
+            raise ValueError(
+                f"{data_dir} holds frames {list(source.frame_shape)} but the model takes "
+                f"{list(want)}; build the clips at the model's image size (data.synthetic "
+                f"--height/--width) or choose the matching --config"
+            )
+        return source
     import tensorflow_datasets as tfds
 
-    data_dir = Path(data_dir).expanduser()
     if not (data_dir / "dataset_info.json").is_file():
         raise FileNotFoundError(
-            f"{data_dir} is not a TFDS dataset directory (no dataset_info.json); pass the "
-            f"directory a data/ builder wrote, e.g. python -m data.synthetic --out DIR"
+            f"{data_dir} is not a TFDS dataset directory (no dataset_info.json) nor an array "
+            f"clip directory (no clips.json); pass the directory a data/ builder wrote, e.g. "
+            f"python -m data.synthetic --out DIR"
+        )
+    if tuple(image_size) != (160, 256):
+        raise ValueError(
+            f"TFDS clip datasets hold 160x256 frames; a model at {tuple(image_size)} needs an "
+            f"array clip directory (python -m data.synthetic --height H --width W)"
         )
     builder = tfds.builder_from_directory(str(data_dir))
     features = builder.info.features
@@ -131,6 +204,8 @@ def _as_str(x) -> str:
 
 def load_examples(source, indices) -> dict[str, np.ndarray]:
     """Stack examples `indices` of a data source into a host batch."""
+    if isinstance(source, ArraySplit):
+        return source.batch(indices)
     items = source.__getitems__([int(i) for i in indices])
     return {
         "frames": np.stack([np.asarray(e["frames"], np.uint8) for e in items]),
@@ -184,16 +259,32 @@ def contrastive_loss(logits: jax.Array) -> jax.Array:
     return 0.5 * (v2t + t2v)
 
 
-def retrieval_metrics(video_emb, text_emb, ks=(1, 5)) -> dict[str, float]:
+def retrieval_metrics(video_emb, text_emb, ks=(1, 5), labels=None) -> dict[str, float]:
     """Recall@k of text->video and video->text retrieval; pair i of each is the match.
     Ties count against the match (a rank is 1 + the number of candidates scoring >= it,
-    other than itself)."""
+    other than itself). With `labels` [N] (e.g. act labels of synthetic clips), every
+    candidate with the query's label counts as a match: the rank is 1 + the number of
+    non-matching candidates scoring >= the best-scoring match."""
     v = np.asarray(video_emb, np.float64)
     t = np.asarray(text_emb, np.float64)
     v = v / np.linalg.norm(v, axis=-1, keepdims=True)
     t = t / np.linalg.norm(t, axis=-1, keepdims=True)
     sim = v @ t.T  # [N video, N text]
     n = sim.shape[0]
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != (n,):
+            raise ValueError(f"labels must be [N]={n}, got shape {labels.shape}")
+        same = labels[:, None] == labels[None, :]
+        best_t2v = np.where(same, sim, -np.inf).max(axis=0)  # best matching video per text
+        best_v2t = np.where(same, sim, -np.inf).max(axis=1)
+        t2v_rank = 1 + ((sim >= best_t2v[None, :]) & ~same).sum(axis=0)
+        v2t_rank = 1 + ((sim >= best_v2t[:, None]) & ~same).sum(axis=1)
+        out = {"num_clips": n, "num_labels": int(len(np.unique(labels)))}
+        for k in ks:
+            out[f"t2v_R@{k}"] = float(np.mean(t2v_rank <= k))
+            out[f"v2t_R@{k}"] = float(np.mean(v2t_rank <= k))
+        return out
     diag = np.diag(sim)
     eye = np.eye(n, dtype=bool)
     # rank of video i for text i: videos scoring >= the match in column i.
@@ -311,8 +402,12 @@ class TrainState:
     opt_state: Any
 
 
-def make_train_step(module: MineCLIP, optimizer, crop_min_area: float, seed: int):
-    """(state, frames [B,16,H,W,3] uint8, tokens [B,77]) -> (state, metrics). Pure."""
+def make_train_step(
+    module: MineCLIP, optimizer, crop_min_area: float, seed: int, train_frames: int = 0
+):
+    """(state, frames [B,16,H,W,3] uint8, tokens [B,77]) -> (state, metrics). Pure.
+    With `train_frames` = k > 0 each step encodes the same random ordered k of the T frames
+    of every clip (for the avg aggregator: an unbiased estimate of the 16-frame mean)."""
 
     def loss_fn(params, frames, tokens):
         video = module.apply({"params": params}, frames, method="encode_video")
@@ -323,6 +418,10 @@ def make_train_step(module: MineCLIP, optimizer, crop_min_area: float, seed: int
         return loss, acc
 
     def step_fn(state: TrainState, frames, tokens):
+        if 0 < train_frames < frames.shape[1]:
+            key = jax.random.fold_in(jax.random.key(seed + 1), state.step)
+            keep = jax.random.choice(key, frames.shape[1], (train_frames,), replace=False)
+            frames = jnp.take(frames, jnp.sort(keep), axis=1)
         if crop_min_area < 1.0:
             key = jax.random.fold_in(jax.random.key(seed), state.step)
             frames = random_resized_crop(key, frames, crop_min_area)
@@ -371,7 +470,8 @@ def embed_split(module, params, source, batch_size: int, max_clips: int = 0, mes
 
 def evaluate(module, params, source, cfg: TrainConfig, mesh=None) -> dict[str, float]:
     video, text = embed_split(module, params, source, cfg.eval_batch_size, cfg.max_eval_clips, mesh)
-    return retrieval_metrics(video, text)
+    labels = getattr(source, "labels", None)
+    return retrieval_metrics(video, text, labels=None if labels is None else labels[: len(video)])
 
 
 def _initial_handle(cfg: TrainConfig) -> tuple[MineCLIPHandle, bool]:
@@ -379,6 +479,7 @@ def _initial_handle(cfg: TrainConfig) -> tuple[MineCLIPHandle, bool]:
         return load_checkpoint(cfg.init), True
     config = {
         "tiny": lambda: MineCLIPConfig.tiny(pool=cfg.pool),
+        "mini": MineCLIPConfig.mini,
         "attn": MineCLIPConfig.attn,
         "avg": MineCLIPConfig.avg,
     }[cfg.config]()
@@ -398,6 +499,8 @@ def _check_config(cfg: TrainConfig, num_devices: int):
         )
     if not 0.0 < cfg.crop_min_area <= 1.0:
         problems.append("--crop-min-area must be in (0, 1]")
+    if not 0 <= cfg.train_frames <= NUM_FRAMES:
+        problems.append(f"--train-frames must be in [0, {NUM_FRAMES}]")
     if problems:
         raise ValueError("invalid TrainConfig: " + "; ".join(problems))
 
@@ -424,12 +527,18 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
 
     devices = jax.devices()
     _check_config(cfg, len(devices))
-    train_source = open_split(cfg.data, "train")
-    test_source = open_split(cfg.data, "test")
+    handle, pretrained = _initial_handle(cfg)
+    if 0 < cfg.train_frames < NUM_FRAMES and handle.config.pool != "avg":
+        raise ValueError(
+            f"--train-frames {cfg.train_frames} needs the avg aggregator (the attn aggregator's "
+            f"positions would differ between training and use); this model pools with "
+            f"{handle.config.pool!r}"
+        )
+    train_source = open_split(cfg.data, "train", handle.config.image_size)
+    test_source = open_split(cfg.data, "test", handle.config.image_size)
     out = Path(cfg.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
 
-    handle, pretrained = _initial_handle(cfg)
     config = handle.config.replace(dtype="bfloat16" if cfg.bf16 else "float32")
     module = MineCLIP(config)
     meta_path = out / "train_config.json"
@@ -474,7 +583,7 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     cache_key = (config, pretrained, repr(recipe), tuple(devices))
     if cache_key not in _STEP_CACHE:
         _STEP_CACHE[cache_key] = jax.jit(
-            make_train_step(module, optimizer, cfg.crop_min_area, cfg.seed),
+            make_train_step(module, optimizer, cfg.crop_min_area, cfg.seed, cfg.train_frames),
             in_shardings=(replicated, batch_sharding, batch_sharding),
             out_shardings=(replicated, replicated),
             donate_argnums=0,
@@ -526,7 +635,7 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     final = MineCLIPHandle(
         config=config.replace(dtype="float32"), params=jax.device_get(state.params)
     )
-    save_checkpoint(final, out / "model")
+    save_checkpoint(final, out / "model", dtype=cfg.save_dtype)
     n = results["num_clips"]
     print(f"\ntest split: {n} clips, chance R@1 = {1 / n:.4f}, R@5 = {min(5 / n, 1):.4f}")
     for k in ("t2v_R@1", "t2v_R@5", "v2t_R@1", "v2t_R@5"):

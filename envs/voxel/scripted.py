@@ -9,16 +9,26 @@ is under the crosshair. It solves the paper's 12 tasks in most worlds and is wha
 * ``MODE_GOTO``: walk to the privileged target (portal, nearest ocean column, house).
 * ``MODE_DIG``: look straight down and mine.
 * ``MODE_PLACE``: look straight down while walking forward and use (lays carpet).
+
+``scripted_action(behaviour, state, params, mode, key, tick)`` adds the near misses the
+MineCLIP training clips need on top of the oracle (one controller set for tests, recordings and
+``data.synthetic``): ``BEHAVIOUR_CIRCLE`` circles the target at a few blocks without reaching
+it, ``BEHAVIOUR_WANDER`` walks about with random turns, ``BEHAVIOUR_RANDOM`` draws uniformly
+random actions (no inventory operations). Approaching the wrong mob is the oracle with another
+``params.target_entity``.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from envs import spaces
 from envs.voxel import env as E
 
 MODE_ATTACK, MODE_USE, MODE_GOTO, MODE_DIG, MODE_PLACE = range(5)
+BEHAVIOUR_ORACLE, BEHAVIOUR_CIRCLE, BEHAVIOUR_WANDER, BEHAVIOUR_RANDOM = range(4)
+CIRCLE_RADIUS = 4.0  # blocks: the circling controller turns away inside this distance
 
 
 def mode_for(spec) -> int:
@@ -111,4 +121,67 @@ def oracle_action(state, params, mode):
     return jnp.array(
         [jnp.where(walk, 1, 0), 0, jnp.where(jump, 1, 0), pitch_bin, yaw_bin, fn, 0, 0],
         jnp.int32,
+    )
+
+
+def _level_pitch_bin(state):
+    return _turn_bins(-state.player.pitch)
+
+
+def circle_action(state, params):
+    """Walk around the task's target at about ``CIRCLE_RADIUS`` blocks, never reaching it: head
+    for it from afar, and keep it 80 degrees to the left once close (a near miss)."""
+    p = state.player
+    delta = _target_point(state, params) - p.pos
+    dist_h = jnp.linalg.norm(delta[jnp.array([0, 2])])
+    want_yaw = jnp.rad2deg(jnp.arctan2(-delta[0], delta[2]))
+    # Inside the radius turn further away (100 degrees), outside it slightly in (60 degrees).
+    offset = jnp.where(dist_h < CIRCLE_RADIUS, jnp.where(dist_h < CIRCLE_RADIUS - 1, 100.0, 80.0),
+                       jnp.where(dist_h < CIRCLE_RADIUS + 3, 60.0, 0.0))  # fmt: skip
+    yaw_bin = _turn_bins(want_yaw + offset - p.yaw)
+    jump = _blocked_ahead(state)
+    return jnp.array(
+        [1, 0, jnp.where(jump, 1, 0), _level_pitch_bin(state), yaw_bin, 0, 0, 0], jnp.int32
+    )
+
+
+def _blocked_ahead(state):
+    p = state.player
+    r = jnp.deg2rad(p.yaw)
+    ahead = p.pos + jnp.array([-jnp.sin(r), 0.0, jnp.cos(r)]) * 0.8
+    cell = jnp.floor(ahead + jnp.array([0.0, 0.1, 0.0])).astype(jnp.int32)
+    feet = jnp.floor(p.pos + jnp.array([0.0, 0.4, 0.0])).astype(jnp.int32)
+    return (
+        E._SOLID[E._cell_value(state.blocks, cell)] | E._LIQUID[E._cell_value(state.blocks, feet)]
+    )
+
+
+def wander_action(state, key, tick):
+    """Walk forward with a random 15-degree turn every 8 ticks, jumping over steps."""
+    turn = jax.random.randint(key, (), 10, 15)  # -30 .. +30 degrees
+    yaw_bin = jnp.where(tick % 8 == 0, turn, 12)
+    jump = _blocked_ahead(state)
+    return jnp.array(
+        [1, 0, jnp.where(jump, 1, 0), _level_pitch_bin(state), yaw_bin, 0, 0, 0], jnp.int32
+    )
+
+
+def random_action(key):
+    """A uniformly random MineDojo action without inventory operations (use/attack kept)."""
+    action = jax.random.randint(key, (8,), 0, jnp.asarray(spaces.ACTION_NVEC))
+    fn = action[5]
+    return action.at[5].set(jnp.where(fn >= spaces.FN_CRAFT, spaces.FN_ATTACK, fn)).at[6].set(0)
+
+
+def scripted_action(behaviour, state, params, mode, key, tick):
+    """MineDojo action int32 [8] of ``behaviour`` (``BEHAVIOUR_*``, may be traced); ``mode`` is
+    the oracle mode (``mode_for``) used by ``BEHAVIOUR_ORACLE``."""
+    return jax.lax.switch(
+        behaviour,
+        [
+            lambda: oracle_action(state, params, mode),
+            lambda: circle_action(state, params),
+            lambda: wander_action(state, key, tick),
+            lambda: random_action(key),
+        ],
     )

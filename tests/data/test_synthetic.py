@@ -1,123 +1,156 @@
-import json
-import os
-import types
+"""data.synthetic: act labels and captions from ground truth, no task prompt in any caption,
+the episode plan, and a tiny end-to-end build that mineclip_jax.train reads."""
 
-import jax.numpy as jnp
+import json
+
 import numpy as np
 import pytest
-import tensorflow_datasets as tfds
 
-from data import synthetic, tokens
-from data.tfds_io import load_split
+from data import synthetic as S
+from envs import spaces
+from envs.tasks.paper import PAPER_TASKS
 
-BY_NAME = {b.name: b for b in synthetic.BEHAVIOURS}
-
-
-def _truth(**kw):
-    base = dict(kills=0, sheared=0, milked=0, in_water=False, mined_total=0, logs_mined=0,
-                carpet_placed=0, depth=0.0, pitch=0.0, world_time=1000, biome=1,
-                mob_distance_start=5.0, mob_distance_end=3.0)  # fmt: skip
-    return {**base, **kw}
+PROMPTS = [t.prompt for t in PAPER_TASKS.values()]
+BY_NAME = dict(zip(S.BEHAVIOUR_NAMES, S.BEHAVIOURS))
 
 
-def test_captions_follow_the_ground_truth():
+def _truth(n=40, **series):
+    """Ground-truth arrays of an episode with n+1 frames; `series` overrides some of them."""
+    base = {
+        "success": np.zeros(n + 1, bool),
+        "kills": np.zeros((n + 1, spaces.NUM_ENTITIES), np.int32),
+        "sheared": np.zeros(n + 1, np.int32),
+        "milk": np.zeros(n + 1, np.int32),
+        "places": np.zeros(n + 1, np.int32),
+        "mines": np.zeros(n + 1, np.int32),
+        "depth": np.zeros(n + 1, np.float32),
+        "pitch": np.zeros(n + 1, np.float32),
+        "in_water": np.zeros(n + 1, bool),
+        "target_distance": np.full(n + 1, 10.0, np.float32),
+        "portal_distance": np.full(n + 1, 30.0, np.float32),
+        "world_time": np.full(n + 1, 1000, np.int32),
+        "biome": np.full(n + 1, spaces.biome_id("plains"), np.int32),
+    }
+    base.update(series)
+    return base
+
+
+def test_task_acts_cover_the_twelve_paper_prompts():
+    assert sorted(S.TASK_ACTS) == sorted(PROMPTS)
+
+
+def test_no_caption_contains_a_task_prompt():
     rng = np.random.default_rng(0)
-    hunt = BY_NAME["hunt_cow"]
-    killed = {synthetic.caption(hunt, _truth(kills=1), rng) for _ in range(50)}
-    missed = {synthetic.caption(hunt, _truth(), rng) for _ in range(50)}
-    assert len(killed) >= 3 and len(missed) >= 3  # several phrasings
-    assert all("cow" in c for c in killed | missed) and not killed & missed
-    assert any("plains" in c for c in missed)  # biome 1 from the simulator
-    zombie = BY_NAME["combat_zombie"]
-    night = {synthetic.caption(zombie, _truth(world_time=18000), rng) for _ in range(40)}
-    assert any("at night" in c for c in night)
-    assert not any(
-        "at night" in c for c in {synthetic.caption(zombie, _truth(), rng) for _ in range(40)}
-    )
-    assert synthetic.succeeded(BY_NAME["find_ocean"], _truth(in_water=True))
-    assert not synthetic.succeeded(BY_NAME["dig_hole"], _truth(mined_total=1, depth=0.0))
-    assert synthetic.succeeded(BY_NAME["lay_carpet"], _truth(carpet_placed=2))
+    labels = [f"kill:{m}" for m in S.MOBS] + [
+        f"{k}:{m}" for k in ("approach", "circle") for m in S.MOBS
+    ]
+    labels += ["milk", "shear", "portal", "ocean", "dig", "carpet", "wander"]
+    labels += ["approach_place:nether portal", "approach_place:ocean"]
+    biomes = list(spaces.BIOME_NAMES)
+    captions = [
+        S.caption(lab, biomes[rng.integers(len(biomes))], int(rng.integers(24000)), rng)
+        for lab in labels
+        for _ in range(400)
+    ]
+    assert len(captions) >= 10000
+    lowered = [" ".join(c.lower().split()) for c in captions]
+    assert not [(c, p) for c in lowered for p in PROMPTS if p in c]
+    assert S.captions_contain_prompt(captions) == []
+    # ... while the helper does find a prompt that is there.
+    assert S.captions_contain_prompt(["you hunt a cow in the plains"]) == [
+        ("you hunt a cow in the plains", "hunt a cow")
+    ]
 
 
-def test_plan_is_balanced_deterministic_and_holds_out_test_clips(tmp_path):
-    cfg = synthetic.SyntheticConfig(out=str(tmp_path), num_clips=44, seed=3, test_fraction=0.25)
-    plan = synthetic.clip_plan(cfg)
-    counts = {n: sum(c["behaviour"] == n for c in plan) for n in synthetic.BEHAVIOUR_NAMES}
-    assert set(counts.values()) == {4}
-    assert sum(c["split"] == "test" for c in plan) == 11
-    assert plan == synthetic.clip_plan(cfg)
-    assert plan != synthetic.clip_plan(
-        synthetic.SyntheticConfig(out=str(tmp_path), num_clips=44, seed=4)
-    )
-    with pytest.raises(ValueError, match="unknown behaviours"):
-        synthetic.SyntheticConfig(out="x", behaviours=("fly_to_the_moon",))
+def test_several_phrasings_per_act_and_where_and_when():
+    rng = np.random.default_rng(1)
+    for act in S.TASK_ACTS.values():
+        texts = {S.caption(act, 1, 1000, rng) for _ in range(200)}
+        bare = {t for t in texts if " in the " not in t and " during " not in t}
+        assert len(bare) >= 3, (act, bare)
+    night = {S.caption("kill:zombie", 1, 18000, rng) for _ in range(100)}
+    assert any("at night" in t for t in night) and not any("during the day" in t for t in night)
+    assert any("in the plains" in t for t in night)
+    assert all("zombie" in t for t in night)
 
 
-def test_camera_steering_turns_toward_the_target():
-    player = types.SimpleNamespace(pos=jnp.array([0.0, 0.0, 0.0]), yaw=jnp.float32(0.0),
-                                   pitch=jnp.float32(0.0))  # fmt: skip
-    state = types.SimpleNamespace(player=player)
-    ahead = synthetic._camera_bins(state, jnp.array([0.0, 1.62, 10.0]))
-    assert (int(ahead[0]), int(ahead[1])) == (12, 12) and float(ahead[2]) == pytest.approx(10.0)
-    # MC yaw: +x is at yaw -90 (forward = (-sin yaw, cos yaw)), so turn by negative bins.
-    right = synthetic._camera_bins(state, jnp.array([10.0, 1.62, 0.0]))
-    assert int(right[1]) == 12 - 6
-    below = synthetic._camera_bins(state, jnp.array([0.0, -8.38, 10.0]))  # 45 degrees down
-    assert int(below[0]) == 12 + 3
+def test_act_labels_follow_the_ground_truth():
+    hunt = BY_NAME["kill_cow"]
+    kills = np.zeros((41, spaces.NUM_ENTITIES), np.int32)
+    kills[30:, spaces.entity_id("pig")] = 1  # the oracle killed a pig, not the cow
+    assert S.act_label(_truth(kills=kills), hunt, 35, 2) == "kill:pig"
+    assert S.act_label(_truth(kills=kills), hunt, 29, 1) != "kill:pig"  # before the kill
+    # Approaching: the target got 3 blocks closer during the window.
+    closer = np.linspace(10, 4, 41).astype(np.float32)
+    assert S.act_label(_truth(target_distance=closer), hunt, 40, 2) == "approach:cow"
+    assert S.act_label(_truth(), hunt, 40, 2) == "wander"
+    # Walking downhill is not digging; mining while looking down is.
+    downhill = np.linspace(0, 3, 41).astype(np.float32)
+    dig = BY_NAME["dig"]
+    assert S.act_label(_truth(depth=downhill), dig, 40, 2) == "wander"
+    down = np.full(41, 90.0, np.float32)
+    assert S.act_label(_truth(depth=downhill, pitch=down), dig, 40, 2) == "dig"
+    sheared = np.r_[np.zeros(20), np.ones(21)].astype(np.int32)
+    assert S.act_label(_truth(sheared=sheared), BY_NAME["shear"], 30, 1) == "shear"
+    near = np.full(41, 2.0, np.float32)
+    assert S.act_label(_truth(portal_distance=near), BY_NAME["portal"], 40, 1) == "portal"
+    circling = np.full(41, 4.0, np.float32)
+    label = S.act_label(_truth(target_distance=circling), BY_NAME["circle_kill_zombie"], 40, 1)
+    assert label == "circle:zombie"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("syn") / "clips")
-    cfg = synthetic.SyntheticConfig(
-        out=out, num_clips=4, seed=0, test_fraction=0.25, behaviours=("hunt_cow", "dig_hole"),
-        frame_stride=2, max_warmup=4, world_size=16, world_pool=1,
-    )  # fmt: skip
-    return cfg, synthetic.build(cfg)
-
-
-def test_synthetic_dataset_follows_the_contract(built):
-    cfg, summary = built
-    assert summary["clips"] == {"train": 3, "test": 1}
-    assert tfds.builder_from_directory(cfg.out).info.splits.keys() == {"train", "test"}
-    report = json.load(open(os.path.join(cfg.out, "build_report.json")))
-    assert report["behaviours"].keys() == {"hunt_cow", "dig_hole"}
-    motions = []
-    for split in ("train", "test"):
-        source = load_split(cfg.out, split)
-        for i in range(len(source)):
-            ex = source[i]
-            frames = ex["frames"]
-            assert frames.shape == (16, 160, 256, 3) and frames.dtype == np.uint8
-            assert frames.std() > 5  # a rendered world, not a blank image
-            motions.append(np.abs(np.diff(frames.astype(np.int16), axis=0)).mean())
-            text = ex["text"].decode()
-            np.testing.assert_array_equal(ex["tokens"], tokens.tokenize([text])[0])
-            behaviour = ex["clip_id"].decode().split("/")[-1]
-            assert ("cow" in text) == (behaviour == "hunt_cow")
-            assert ex["end_s"] - ex["start_s"] == pytest.approx(16 * 2 / 20)
-    # Clips are videos, not stills (a digger facing stone may legitimately stand still).
-    assert max(motions) > 0.5, motions
-
-
-def test_simulation_is_deterministic_and_controllers_act(built):
-    cfg, _ = built
-    plan = synthetic.clip_plan(cfg)
-    first = synthetic.simulate(cfg, plan)  # reuses the rollout compiled for the build
-    stored = {}
-    for split in ("train", "test"):
-        source = load_split(cfg.out, split)
-        stored.update(
-            {source[i]["clip_id"].decode(): source[i]["frames"] for i in range(len(source))}
+def test_windows_hold_the_success_event_and_the_approach():
+    success = np.zeros(161, bool)
+    success[100] = True
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        (end0, s0), (end1, s1), (end2, s2) = S.choose_windows(
+            {"success": success}, BY_NAME["kill_cow"], 3, rng
         )
-    for clip, (frames, _) in zip(plan, first):  # the build is a pure function of its config
-        np.testing.assert_array_equal(
-            frames, stored[f"synthetic/{clip['index']:06d}/{clip['behaviour']}"]
-        )
-    for clip, (_, truth) in zip(plan, first):
-        if clip["behaviour"] == "hunt_cow":  # walked toward the cow, or killed it
-            assert truth["kills"] > 0 or truth["mob_distance_end"] < truth["mob_distance_start"], (
-                truth
-            )
-        else:  # the digger looks straight down (whether the block gives way depends on it)
-            assert truth["pitch"] == 90.0, truth
+        assert 100 <= end0 <= 103 and end0 - 15 * s0 <= 100
+        assert end1 < 100 - 15 * s1
+        assert 15 * s2 <= end2 <= 103
+    np.testing.assert_array_equal(S.window_frames(40, 2), np.arange(10, 41, 2))
+
+
+def test_plan_is_stratified_deterministic_and_holds_out_other_worlds(tmp_path):
+    cfg = S.SyntheticConfig(out=str(tmp_path), episodes=8 * 200, test_fraction=0.25)
+    plan = S.episode_plan(cfg)
+    assert len(plan) == 200 and sum(p["split"] == "test" for p in plan) == 50
+    assert {p["world_seed"] for p in plan if p["split"] == "test"} == {cfg.seed + 1}
+    assert {p["world_seed"] for p in plan if p["split"] == "train"} == {cfg.seed}
+    oracle = sum(p["behaviour"] == "kill_cow" for p in plan if p["split"] == "train")
+    weights = np.array([b.weight for b in S.BEHAVIOURS])
+    assert abs(oracle - 150 * 3.0 / weights.sum()) <= 1
+    assert plan == S.episode_plan(cfg)
+    with pytest.raises(ValueError, match="episode-ticks"):
+        S.SyntheticConfig(out="x", episode_ticks=10)
+
+
+def test_tiny_build_is_read_by_mineclip_training(tmp_path):
+    from mineclip_jax import train as tr
+
+    cfg = S.SyntheticConfig(out=str(tmp_path / "clips"), episodes=4, batch=2, test_fraction=0.5,
+                            episode_ticks=40, height=16, width=24, world_size=16,
+                            world_height=24, world_pool=1)  # fmt: skip
+    summary = S.build(cfg, progress=False)
+    assert summary["clips"] == {"train": 6, "test": 6}
+    assert sum(summary["labels"].values()) == 12
+    src = tr.open_split(cfg.out, "test", (16, 24))
+    batch = tr.load_examples(src, [0, 5])
+    assert batch["frames"].shape == (2, 16, 16, 24, 3) and batch["frames"].dtype == np.uint8
+    assert batch["frames"].std() > 5  # rendered worlds, not blank frames
+    records = [json.loads(line) for line in open(tmp_path / "clips" / "test_clips.jsonl")]
+    assert [r["text"] for r in records] == src.texts and all(r["label"] for r in records)
+    assert S.captions_contain_prompt(src.texts) == []
+
+
+def test_circling_never_reaches_and_the_oracle_does():
+    """The near-miss controller stays away from the target; the oracle gets there."""
+    cfg = S.SyntheticConfig(out="unused", batch=2, episode_ticks=120, height=16, width=24,
+                            world_pool=1)  # fmt: skip
+    _, circle = S.run_episodes(cfg, BY_NAME["circle_kill_cow"], 0, 5)
+    _, oracle = S.run_episodes(cfg, BY_NAME["kill_cow"], 0, 5)
+    assert circle["target_distance"][:, 60:].min() > 1.5
+    assert not circle["kills"][:, -1].any()
+    assert oracle["success"].any(axis=1).all()

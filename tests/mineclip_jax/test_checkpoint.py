@@ -1,7 +1,9 @@
 """Native save/load, .npz and path dispatch of load_checkpoint, torch-absent error."""
 
 import json
+import pickle
 import sys
+import zipfile
 
 import jax
 import numpy as np
@@ -67,9 +69,70 @@ def test_path_errors(tmp_path):
 
 def test_pth_without_torch_names_the_extra(tmp_path, monkeypatch):
     path = tmp_path / "attn.pth"
-    path.write_bytes(b"not really a checkpoint")
+    path.write_bytes(pickle.dumps({"state_dict": {}}, protocol=2))  # a legacy torch.save file
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(ImportError, match=r'pip install "mineclip-jax\[torch\]"'):
         mcj.load_checkpoint(path)
     with pytest.raises(ImportError, match=r'pip install "mineclip-jax\[torch\]"'):
         mcj.save_torch_checkpoint(ref.tiny_handle("attn"), tmp_path / "out.pth")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not really a checkpoint", bytes(range(256)) * 4],
+    ids=["empty", "text", "random"],
+)
+def test_a_file_that_is_no_checkpoint_says_so_before_torch(tmp_path, monkeypatch, content):
+    path = tmp_path / "attn.pth"
+    path.write_bytes(content)
+    for torch_missing in (True, False):
+        if torch_missing:
+            monkeypatch.setitem(sys.modules, "torch", None)
+        else:
+            monkeypatch.delitem(sys.modules, "torch", raising=False)
+        with pytest.raises(mcj.CheckpointMismatchError) as info:
+            mcj.load_checkpoint(path)
+        message = str(info.value)
+        assert message.startswith(f"{path} is not a checkpoint")
+        assert "expected a PyTorch checkpoint" in message and "native checkpoint" in message
+        assert "torch" not in message.split("expected")[0]
+        assert "install" not in message and "weights_only" not in message
+
+
+def test_a_zip_that_is_neither_torch_nor_npz_is_refused(tmp_path):
+    path = tmp_path / "model.pth"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("readme.txt", "hello")
+    with pytest.raises(mcj.CheckpointMismatchError, match=r"zip archive holding \['readme.txt'\]"):
+        mcj.load_checkpoint(path)
+
+
+def test_float16_storage_loads_back_as_float32(tiny, tmp_path):
+    mcj.save_checkpoint(tiny, tmp_path / "half", dtype="float16")
+    full = mcj.save_checkpoint(tiny, tmp_path / "full")
+    half_size = (tmp_path / "half" / "params.msgpack").stat().st_size
+    assert half_size < 0.6 * (full / "params.msgpack").stat().st_size
+    mc = mcj.load_checkpoint(tmp_path / "half")
+    for got, want in zip(jax.tree.leaves(mc.params), jax.tree.leaves(tiny.params)):
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, np.asarray(want).astype(np.float16).astype(np.float32))
+    assert mc.source == str(tmp_path / "half")
+    with pytest.raises(ValueError, match="dtype must be"):
+        mcj.save_checkpoint(tiny, tmp_path / "x", dtype="int8")
+
+
+def test_checksums_detect_a_damaged_file(tiny, tmp_path):
+    from mineclip_jax import checkpoint as ck
+
+    d = mcj.save_checkpoint(tiny, tmp_path / "c")
+    ck.write_checksums(d)
+    ck.verify_checksums(d)
+    line = (d / "SHA256SUMS").read_text().splitlines()[1]
+    import hashlib
+
+    assert line.split()[0] == hashlib.sha256((d / "params.msgpack").read_bytes()).hexdigest()
+    data = bytearray((d / "params.msgpack").read_bytes())
+    data[-1] ^= 1
+    (d / "params.msgpack").write_bytes(bytes(data))
+    with pytest.raises(mcj.CheckpointMismatchError, match="does not match its checksum"):
+        ck.verify_checksums(d)

@@ -93,4 +93,40 @@ def test_evaluate_trajectories_uses_reward_model():
     alone, _ = reward.trajectory_rewards(feats[1:2, :3])
     np.testing.assert_allclose(np.asarray(alone)[0], step_r[1, :3], rtol=1e-6, atol=1e-7)
     assert res.threshold == pytest.approx(ev.kmeans_threshold(expected))
-    assert res.metrics is not None and 0.0 <= res.f1 <= 1.0
+    # F1 against an independent count: predictions are scores above the threshold.
+    pred = np.asarray(expected) > res.threshold
+    truth = np.array([1, 0, 1, 0], bool)
+    tp, fp, fn = (pred & truth).sum(), (pred & ~truth).sum(), (~pred & truth).sum()
+    assert res.f1 == pytest.approx(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+
+
+def test_judge_compares_with_the_calibrated_delta():
+    np.testing.assert_array_equal(ev.judge([0.1, 0.5, 0.3], 0.3), [False, True, False])
+    with pytest.raises(ValueError, match="1-D"):
+        ev.judge([[0.1]], 0.3)
+    with pytest.raises(ValueError, match="NaN"):
+        ev.judge([np.nan], 0.3)
+    with pytest.raises(ValueError, match="finite"):
+        ev.judge([0.1], float("nan"))
+
+
+def test_calibrated_threshold_reads_the_checkpoint_judge(tmp_path):
+    import json
+
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(pool="avg"), jax.random.key(1))
+    with pytest.raises(ValueError, match="no calibrated judge"):
+        ev.calibrated_threshold(mc, "dig a hole")
+    mcj.save_checkpoint(mc, tmp_path / "m")
+    loaded = mcj.load_checkpoint(tmp_path / "m")
+    with pytest.raises(FileNotFoundError, match="never calibrated"):
+        ev.calibrated_threshold(loaded, "dig a hole")
+    (tmp_path / "m" / "judge.json").write_text(
+        json.dumps({"tasks": {"dig a hole": {"delta": 0.25}}})
+    )
+    assert ev.calibrated_threshold(loaded, "dig a hole") == 0.25
+    assert ev.calibrated_threshold(str(tmp_path / "m"), "dig a hole") == 0.25
+    with pytest.raises(KeyError, match="no calibrated judge threshold for 'find an ocean'"):
+        ev.calibrated_threshold(loaded, "find an ocean")
+    # New weights are not the checkpoint's: their judge would not apply.
+    assert loaded.replace(params=loaded.params).source is None
+    assert loaded.astype("bfloat16").source == loaded.source

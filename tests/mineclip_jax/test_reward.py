@@ -293,3 +293,50 @@ def test_demo_scores_clip_and_reads_video(handle, tmp_path):
     assert np.all(np.diff(means) >= -2) and 35 < means[0] < 60 and means[-1] > 170
     with pytest.raises(ValueError, match="no frames"):
         demo.read_video_clip(path, start_s=50.0, duration_s=1.0)
+
+
+# ------------------------------------------------------------------- negatives (issue 14)
+def test_negatives_never_paraphrase_the_goal_for_the_paper_tasks():
+    from envs.tasks.paper import PAPER_TASKS
+
+    prompts = [t.prompt for t in PAPER_TASKS.values()]
+    # The default negative set is exactly the 12 tasks' own prompts.
+    assert sorted(rw.DEFAULT_NEGATIVE_PROMPTS) == sorted(prompts)
+    for goal in prompts:
+        table, goal_col, cand = rw.build_prompt_table([goal], rw.DEFAULT_NEGATIVE_PROMPTS)
+        negatives = {table[c] for c in np.flatnonzero(cand[0]) if c != goal_col[0]}
+        assert negatives == set(prompts) - {goal}, goal
+    # Paraphrases passed explicitly are dropped for the goal they paraphrase, others kept.
+    cases = {
+        "combat a zombie pigman": ("combat a pigman", "fight the zombie pigmen"),
+        "hunt a cow": ("kill a cow", "Hunt the cows"),
+        "put carpets on the floor": ("place carpet on the floor",),
+        "find an ocean": ("locate the ocean",),
+    }
+    for goal, paraphrases in cases.items():
+        others = ("combat a zombie", "dig a hole", "milk a cow")
+        table, goal_col, cand = rw.build_prompt_table([goal], [*paraphrases, *others])
+        kept = {table[c] for c in np.flatnonzero(cand[0]) if c != goal_col[0]}
+        assert kept == set(others) - {goal}, goal
+
+
+def test_demo_refuses_a_clip_shorter_than_the_window(tmp_path):
+    import av
+
+    from mineclip_jax import demo
+
+    path = tmp_path / "short.mp4"  # 1 s at 10 fps: 10 frames
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for i in range(10):
+            img = np.full((48, 64, 3), 20 * i, np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    with pytest.raises(ValueError, match=r"only 10 distinct frames for the 16-frame window"):
+        demo.read_video_clip(path, start_s=0.0, duration_s=8.0)
+    assert demo.DemoConfig().ckpt == "mini"
+    small = demo.resize_clip(demo.procedural_clip(), (48, 64))
+    assert small.shape == (16, 48, 64, 3) and small.dtype == np.uint8

@@ -227,3 +227,90 @@ def test_train_end_to_end_and_resume(dataset_dir, tmp_path, capsys):
     tr.train(short)
     assert "time limit" in capsys.readouterr().out
     assert [p.name for p in (short.out / "checkpoints").iterdir() if p.name.isdigit()] == ["1"]
+
+
+def test_retrieval_with_equivalent_captions_vs_loop():
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 5, size=30)
+    v = rng.normal(size=(30, 6)) + 2 * np.eye(6)[labels]
+    t = rng.normal(size=(30, 6)) + 2 * np.eye(6)[labels]
+    got = tr.retrieval_metrics(v, t, labels=labels)
+    vn = v / np.linalg.norm(v, axis=1, keepdims=True)
+    tn = t / np.linalg.norm(t, axis=1, keepdims=True)
+    sim = vn @ tn.T
+    for k in (1, 5):
+        # Loop: the first-ranked candidate with the query's label must be within the top k.
+        t2v = np.mean([labels[np.argsort(-sim[:, i])][:k].tolist().count(labels[i]) > 0
+                       for i in range(30)])  # fmt: skip
+        v2t = np.mean([labels[np.argsort(-sim[i, :])][:k].tolist().count(labels[i]) > 0
+                       for i in range(30)])  # fmt: skip
+        assert got[f"t2v_R@{k}"] == pytest.approx(t2v)
+        assert got[f"v2t_R@{k}"] == pytest.approx(v2t)
+    assert got["num_labels"] == len(set(labels.tolist()))
+    # With all-distinct labels it is the pairwise metric.
+    assert tr.retrieval_metrics(v, t, labels=np.arange(30)) == {
+        **tr.retrieval_metrics(v, t),
+        "num_labels": 30,
+    }
+    with pytest.raises(ValueError, match="labels must be"):
+        tr.retrieval_metrics(v, t, labels=labels[:5])
+
+
+def _array_clips(root, n=6, shape=(16, 16, 24, 3)):
+    root.mkdir()
+    meta = {"format": tr.ARRAY_FORMAT, "frame_shape": list(shape), "clips": {}}
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        np.save(root / f"{split}_frames.npy", rng.integers(0, 255, (n, *shape), dtype=np.uint8))
+        texts = [f"clip {i} of {split}" for i in range(n)]
+        np.save(root / f"{split}_tokens.npy", mcj.tokenize(texts))
+        with open(root / f"{split}_clips.jsonl", "w") as f:
+            for i, text in enumerate(texts):
+                f.write(json.dumps({"text": text, "label": f"l{i % 2}"}) + "\n")
+        meta["clips"][split] = n
+    (root / "clips.json").write_text(json.dumps(meta))
+    return root
+
+
+def test_array_clip_directory_trains_at_the_model_size(tmp_path):
+    root = _array_clips(tmp_path / "clips")
+    src = tr.open_split(root, "train", (16, 24))
+    batch = tr.load_examples(src, [4, 1, 4])
+    full = np.load(root / "train_frames.npy")
+    np.testing.assert_array_equal(batch["frames"], full[[4, 1, 4]])
+    assert batch["text"] == ["clip 4 of train", "clip 1 of train", "clip 4 of train"]
+    assert src.labels == ["l0", "l1"] * 3
+    with pytest.raises(ValueError, match=r"holds frames \[16, 16, 24, 3\] but the model takes"):
+        tr.open_split(root, "train", (160, 256))
+    with pytest.raises(ValueError, match="no 'valid' split"):
+        tr.open_split(root, "valid", (16, 24))
+    # The avg aggregator trains on a frame subset; the attn one refuses it.
+    cfg = tr.TrainConfig(data=root, out=tmp_path / "run", config="tiny", pool="attn", steps=1,
+                         batch_size=4, train_frames=8, progress=False)  # fmt: skip
+    with pytest.raises(ValueError, match="needs the avg aggregator"):
+        tr.train(cfg)
+
+
+def test_train_frames_subset_is_ordered_and_shared():
+    # The step encodes frames[:, keep] with `keep` sorted: check through a model whose
+    # video embedding is the mean of per-frame features (avg pool).
+    module = mcj.MineCLIP(mcj.MineCLIPConfig.tiny(pool="avg", image_size=(16, 16)))
+    seen = {}
+
+    class Spy:
+        def apply(self, variables, *args, method=None):
+            if method == "encode_video":
+                seen["frames"] = args[0]
+            return module.apply(variables, *args, method=method)
+
+    params = mcj.init_params(module.config, jax.random.key(0))
+    opt = tr.make_optimizer(tr.TrainConfig(data=".", out=".", steps=2), params, module.config,
+                            False)  # fmt: skip
+    step = tr.make_train_step(Spy(), opt, 1.0, seed=0, train_frames=5)
+    frames = np.broadcast_to(np.arange(16, dtype=np.uint8)[None, :, None, None, None],
+                             (2, 16, 16, 16, 3))  # fmt: skip
+    state = tr.TrainState(step=jnp.int32(0), params=params, opt_state=opt.init(params))
+    step(state, jnp.asarray(frames), jnp.asarray(mcj.tokenize(["a", "b"])))
+    kept = np.asarray(seen["frames"])[:, :, 0, 0, 0]
+    assert kept.shape == (2, 5) and np.all(np.diff(kept[0]) > 0)
+    np.testing.assert_array_equal(kept[0], kept[1])

@@ -1,0 +1,52 @@
+"""The shipped MineCLIP-mini: its files match their checksums, it loads by name, and it tells a
+success from a failure in frames the embedded world renders now."""
+
+import hashlib
+
+import numpy as np
+
+import mineclip_jax as mcj
+from data import synthetic as S
+from mineclip_jax import checkpoint
+from mineclip_jax import evaluator as ev
+from mineclip_jax.reward import PAPER_TASK_PROMPTS
+
+
+def test_shipped_files_match_their_checksums():
+    directory = checkpoint.shipped_path("mini")
+    lines = (directory / "SHA256SUMS").read_text().split("\n")
+    listed = dict(reversed(line.split()) for line in lines if line.strip())
+    assert sorted(listed) == ["config.json", "params.msgpack"]
+    for name, digest in listed.items():
+        assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == digest
+    assert (directory / "params.msgpack").stat().st_size < 8 * 2**20  # a few MB
+    checkpoint.verify_checksums(directory)
+
+
+def test_mini_separates_a_success_from_a_failure_in_the_world():
+    mc = mcj.load_checkpoint("mini")
+    assert mc.config == mcj.MineCLIPConfig.mini()
+    assert mc.source == str(checkpoint.shipped_path("mini"))
+    h, w = mc.config.image_size
+    cfg = S.SyntheticConfig(out="unused", batch=2, episode_ticks=48, height=h, width=w)
+    by_name = dict(zip(S.BEHAVIOUR_NAMES, S.BEHAVIOURS))
+    # Worlds of seed 2: never seen in training (seed 0) nor in the test clips (seed 1).
+    frames_ok, truth_ok = S.run_episodes(cfg, by_name["carpet"], 2, 11)
+    frames_bad, truth_bad = S.run_episodes(cfg, by_name["wander_carpet"], 2, 11)
+    assert truth_ok["success"][0].any() and not truth_bad["success"][0].any()
+    end = int(np.argmax(truth_ok["success"][0])) + 2
+    clips = np.stack([frames_ok[0, end - 15 : end + 1], frames_bad[0, end - 15 : end + 1]])
+    prompts = list(PAPER_TASK_PROMPTS)
+    logits = np.asarray(mc.logits(mc.encode_video(clips), mc.encode_text(prompts)))
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    goal = prompts.index("put carpets on the floor")
+    assert probs[0, goal] > probs[1, goal] + 0.2
+    assert logits[0].argmax() == goal
+
+
+def test_mini_has_a_calibrated_judge_for_each_creative_task():
+    mc = mcj.load_checkpoint("mini")
+    for task in ("find a nether portal", "find an ocean", "dig a hole", "put carpets on the floor"):
+        delta = ev.calibrated_threshold(mc, task)
+        assert 0.0 <= delta < 1.0
