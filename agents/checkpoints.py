@@ -61,6 +61,29 @@ def load_config(run_dir: str | os.PathLike, cls=None):
     return config_from_json(d, cls)
 
 
+def resume_overrides(saved, given, default, allowed) -> dict:
+    """The fields a resume changes: those where `given` differs from both `default` (so the
+    user passed them) and `saved`; a ConfigError unless all are in `allowed`. Prints each."""
+    skip = ("out", "resume")
+    changed = sorted(
+        f.name for f in dataclasses.fields(given)
+        if f.name not in skip
+        and getattr(given, f.name) not in (getattr(default, f.name), getattr(saved, f.name))
+    )  # fmt: skip
+    flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
+    refused = [n for n in changed if n not in allowed]
+    if refused:
+        listed = ", ".join(f"{flag(n)} (saved {getattr(saved, n)!r})" for n in refused)
+        raise adapters.ConfigError(
+            f"--resume keeps the saved run's {listed}; only {', '.join(map(flag, allowed))} may "
+            "change. Drop those flags, or start a new run with a new --out"
+        )
+    for n in changed:
+        print(f"--resume: overriding {flag(n)} {getattr(saved, n)!r} -> {getattr(given, n)!r}")
+    print("--resume: every other flag is the saved run's")
+    return {n: getattr(given, n) for n in changed}
+
+
 def ckpt_manager(run_dir: Path):
     import orbax.checkpoint as ocp
 
