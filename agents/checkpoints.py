@@ -24,6 +24,15 @@ from agents import learner as lrn
 CONFIG_FILE = "config.json"
 
 
+def write_json(path: Path, obj) -> None:
+    """Write JSON atomically (a temporary file renamed over `path`): a kill mid-write leaves the
+    old file or the new one, never a truncated one."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def config_to_json(cfg) -> dict:
     return dataclasses.asdict(cfg)
 
@@ -148,10 +157,7 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     L, env = built.learner, built.env
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
     if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
-        none = jax.ShapeDtypeStruct((cfg.num_envs,), jnp.float32)
-        like = like.replace(env_params=none, env_state=none)
-        if L.hooks.init is None:  # its reward state is MineCLIP's window, as here, or nothing
-            like = like.replace(reward_state=none)
+        like = like.replace(env_params=None, env_state=None)
     runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
     params = runner.params
     dims = L.action_dims

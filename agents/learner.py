@@ -333,35 +333,44 @@ class Learner:
         env's own) lets K seeds share one learner with their own worlds."""
         st, env = self.static, self.env
         env_params = env.params if env_params is None else env_params
-        n, k = st.num_envs, len(self.action_dims)
+        n = st.num_envs
         k_net, k_env, k_run = jax.random.split(key, 3)
         raw_obs, env_state = jax.vmap(env.reset, in_axes=(0, 0, None))(
             jax.random.split(k_env, n), env_params, env.static
         )
         task_id = jnp.asarray(env.task_ids, jnp.int32)
         obs = self.policy_obs_batch(self.consts, raw_obs, task_id)
-        params = self.init_params(k_net, obs)
-        obs_one = jax.tree.map(lambda x: x[0], obs)
-        rstate = (
-            self.hooks.init(self.consts, n, env.task_ids)
-            if self.hooks.init is not None
-            else jnp.zeros((n,))
-        )
+        rstate = None
+        if self.hooks.init is not None:
+            rstate = self.hooks.init(self.consts, n, env.task_ids)
         if self.hooks.start is not None:  # the reset frames open every env's reward window
             rstate = self.hooks.start(self.consts, rstate, obs)
+        return self.new_runner(k_net, k_run, obs, task_id, rstate,
+                               env_params=jax.tree.map(jnp.array, env_params),  # a copy: donated
+                               env_state=env_state)  # fmt: skip
+
+    def new_runner(self, k_net, k_run, obs, task_id, reward_state, env_params=None,
+                   env_state=None) -> Runner:  # fmt: skip
+        """The one initialisation of both drivers around a first batch of policy inputs `obs`
+        `[N, ...]`: fresh params, Adam states, SI buffer and store, episode counters (the
+        previous action the no-op). The host-stepped driver has no env fields (None)."""
+        st = self.static
+        n, k = st.num_envs, len(self.action_dims)
+        params = self.init_params(k_net, obs)
+        obs_one = jax.tree.map(lambda x: x[0], obs)
         return Runner(
             params=params,
             opt_state=adam_init(params),
             si_opt_state=adam_init(params),
-            env_params=jax.tree.map(jnp.array, env_params),  # a copy: the runner is donated
+            env_params=env_params,
             env_state=env_state,
             obs=obs,
             prev_action=jnp.tile(self.noop_action, (n, 1)),
             ep_return=jnp.zeros((n,), jnp.float32),
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
-            task_id=task_id,
-            reward_state=rstate,
+            task_id=jnp.asarray(task_id, jnp.int32),
+            reward_state=reward_state,
             si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, obs_one, k),
             si_store=si.init_store(n, st.si_max_len, obs_one, k),
             key=k_run,

@@ -139,3 +139,14 @@ def test_bad_budgets_and_seeds_are_refused_before_anything_is_written(tmp_path, 
     with pytest.raises(ppo.ConfigError, match=match):
         ppo.train(cfg)
     assert not (tmp_path / "run").exists()
+
+
+def test_truncated_config_gives_one_readable_error(tmp_path):
+    cfg = dataclasses.replace(TINY, out=str(tmp_path / "r"), total_steps=8 * 16)
+    ppo.train(cfg)
+    path = tmp_path / "r" / "config.json"
+    path.write_text(path.read_text()[:40])
+    with pytest.raises(ppo.ConfigError, match="config.json is damaged"):
+        ppo.train(dataclasses.replace(cfg, resume=True))
+    with pytest.raises(ValueError, match="config.json is damaged"):
+        checkpoints.load_policy(tmp_path / "r")
