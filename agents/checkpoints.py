@@ -157,7 +157,7 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     L, env = built.learner, built.env
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
     if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
-        like = like.replace(env_params=None, env_state=None)
+        like = like.update(env_params=None, env_state=None)
     runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
     params = runner.params
     dims = L.action_dims

@@ -185,12 +185,23 @@ def adam_step(grads, opt_state, params, lr, max_grad_norm, anneal_steps: int | N
 
 
 @struct.dataclass
-class Runner:
+class LearnerState:
+    """What the update changes (the same for both drivers)."""
+
     params: Any
     opt_state: Any
     si_opt_state: Any
-    env_params: Any
-    env_state: Any
+    si_buffer: si.SIBuffer
+    key: jax.Array
+    update_step: jax.Array  # int32 []
+
+
+@struct.dataclass
+class ActorState:
+    """What a rollout advances: per-env observations and episode counters (sharded over the env
+    axis), the reward's state and, on device only, the envs themselves (`env_params`,
+    `env_state`; None in the host-stepped driver, whose simulators live in the vector env)."""
+
     obs: Any
     prev_action: jax.Array  # int32 [N, K]
     ep_return: jax.Array  # f32 [N]
@@ -198,11 +209,43 @@ class Runner:
     episode_id: jax.Array  # int32 [N]
     task_id: jax.Array  # int32 [N]
     reward_state: Any
-    si_buffer: si.SIBuffer
     si_store: si.EpisodeStore
-    key: jax.Array
-    update_step: jax.Array  # int32 []
     env_steps: jax.Array  # int32 []
+    env_params: Any = None
+    env_state: Any = None
+
+
+LEARNER_FIELDS = tuple(f.name for f in dataclasses.fields(LearnerState))
+ACTOR_FIELDS = tuple(f.name for f in dataclasses.fields(ActorState))
+
+
+@struct.dataclass
+class Runner:
+    """One learner state and one actor state. Their fields read through (`runner.params`);
+    `update(**fields)` replaces any of them; `Runner.make(**fields)` builds one from all."""
+
+    learner: LearnerState
+    actor: ActorState
+
+    @classmethod
+    def make(cls, **fields) -> Runner:
+        return cls(
+            learner=LearnerState(**{k: fields.pop(k) for k in LEARNER_FIELDS}),
+            actor=ActorState(**fields),
+        )
+
+    def update(self, **fields) -> Runner:
+        learner = {k: v for k, v in fields.items() if k in LEARNER_FIELDS}
+        actor = {k: v for k, v in fields.items() if k not in LEARNER_FIELDS}
+        return self.replace(learner=self.learner.replace(**learner),
+                            actor=self.actor.replace(**actor))  # fmt: skip
+
+    def __getattr__(self, name):
+        if name in LEARNER_FIELDS:
+            return getattr(self.learner, name)
+        if name in ACTOR_FIELDS:
+            return getattr(self.actor, name)
+        raise AttributeError(name)
 
 
 @struct.dataclass
@@ -223,22 +266,16 @@ def make_mesh(num_devices: int | None = None) -> Mesh:
     return Mesh(np.array(devs), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
-def _env_sharded_fields():
-    return {"env_params", "env_state", "obs", "prev_action", "ep_return", "ep_length",
-            "episode_id", "task_id", "reward_state", "si_store"}  # fmt: skip
-
-
 def runner_shardings(runner: Runner, mesh: Mesh, seeds: bool = False):
-    """NamedSharding tree: per-env fields split along the env axis over "data" (axis 0, or 1
-    behind a leading seed axis with `seeds`), the rest replicated."""
+    """NamedSharding tree: the actor's per-env fields split along the env axis over "data"
+    (axis 0, or 1 behind a leading seed axis with `seeds`), the rest replicated."""
     rep = NamedSharding(mesh, P())
     env = NamedSharding(mesh, P(None, "data") if seeds else P("data"))
-    out = {}
-    for f in dataclasses.fields(runner):
-        v = getattr(runner, f.name)
-        s = env if f.name in _env_sharded_fields() else rep
-        out[f.name] = jax.tree.map(lambda _, s=s: s, v)
-    return Runner(**out)
+    actor = {
+        f: jax.tree.map(lambda _, s=(rep if f == "env_steps" else env): s, getattr(runner.actor, f))
+        for f in ACTOR_FIELDS
+    }
+    return Runner(learner=jax.tree.map(lambda _: rep, runner.learner), actor=ActorState(**actor))
 
 
 def transition_shardings(traj: Transition, mesh: Mesh):
@@ -358,7 +395,7 @@ class Learner:
         n, k = st.num_envs, len(self.action_dims)
         params = self.init_params(k_net, obs)
         obs_one = jax.tree.map(lambda x: x[0], obs)
-        return Runner(
+        return Runner.make(
             params=params,
             opt_state=adam_init(params),
             si_opt_state=adam_init(params),
@@ -430,7 +467,7 @@ class Learner:
                 mask=jnp.ones((n,), jnp.float32),
             )  # fmt: skip
             stats = {**finished, "success": success}
-            r = r.replace(
+            r = r.update(
                 key=key,
                 env_state=env_state,
                 obs=next_obs,
@@ -537,7 +574,7 @@ class Learner:
             epoch, (runner.params, runner.opt_state),
             jax.random.split(k_upd, st.update_epochs), unroll=unroll,
         )  # fmt: skip
-        runner = runner.replace(
+        runner = runner.update(
             params=params, opt_state=opt_state, key=key, update_step=runner.update_step + 1
         )
         metrics = jax.tree.map(jnp.mean, info)
@@ -584,7 +621,7 @@ class Learner:
             step, (runner.params, runner.si_opt_state), jax.random.split(k, st.si_steps),
             unroll=bool(st.unroll),
         )  # fmt: skip
-        runner = runner.replace(params=params, si_opt_state=opt_state, key=key)
+        runner = runner.update(params=params, si_opt_state=opt_state, key=key)
         return runner, {
             "si_loss": jnp.mean(loss),
             "si_size": jnp.sum(buf.valid),

@@ -247,7 +247,7 @@ class HostDriver:
                 else jnp.stack([jnp.asarray(x[k]) for x in steps]))
             for k in steps[0]
         })  # fmt: skip
-        runner = runner.replace(
+        runner = runner.update(
             obs=last_obs, prev_action=jnp.asarray(prev, jnp.int32),
             ep_return=jnp.asarray(s["ep_ret"], jnp.float32),
             ep_length=jnp.asarray(s["ep_len"], jnp.int32),
@@ -262,7 +262,7 @@ class HostDriver:
         as `init` just reset them: simulator state is not checkpointed, so the episodes in flight
         at the checkpoint are dropped (their partial SI trajectories and reward windows too)."""
         self._autoreset = np.zeros(self.static.num_envs, bool)
-        return self.learner.shard(restored.replace(
+        return self.learner.shard(restored.update(
             obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
             ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,
             reward_state=fresh.reward_state, episode_id=restored.episode_id + 1,

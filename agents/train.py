@@ -271,8 +271,8 @@ def next_stage(runner: lrn.Runner, carried, L: lrn.Learner, new_tasks=None) -> l
         a.shape == b.shape
         for a, b in zip(jax.tree.leaves(si_buf), jax.tree.leaves(runner.si_buffer))
     ):
-        runner = runner.replace(si_buffer=si_buf)
-    return runner.replace(params=params, opt_state=lrn.adam_init(params),
+        runner = runner.update(si_buffer=si_buf)
+    return runner.update(params=params, opt_state=lrn.adam_init(params),
                           si_opt_state=lrn.adam_init(params))  # fmt: skip
 
 
