@@ -24,6 +24,15 @@ from agents import learner as lrn
 CONFIG_FILE = "config.json"
 
 
+def write_json(path: Path, obj) -> None:
+    """Write JSON atomically (a temporary file renamed over `path`): a kill mid-write leaves the
+    old file or the new one, never a truncated one."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def config_to_json(cfg) -> dict:
     return dataclasses.asdict(cfg)
 
@@ -59,6 +68,29 @@ def load_config(run_dir: str | os.PathLike, cls=None):
             "or start a new run with a new --out"
         ) from None
     return config_from_json(d, cls)
+
+
+def resume_overrides(saved, given, default, allowed) -> dict:
+    """The fields a resume changes: those where `given` differs from both `default` (so the
+    user passed them) and `saved`; a ConfigError unless all are in `allowed`. Prints each."""
+    skip = ("out", "resume")
+    changed = sorted(
+        f.name for f in dataclasses.fields(given)
+        if f.name not in skip
+        and getattr(given, f.name) not in (getattr(default, f.name), getattr(saved, f.name))
+    )  # fmt: skip
+    flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
+    refused = [n for n in changed if n not in allowed]
+    if refused:
+        listed = ", ".join(f"{flag(n)} (saved {getattr(saved, n)!r})" for n in refused)
+        raise adapters.ConfigError(
+            f"--resume keeps the saved run's {listed}; only {', '.join(map(flag, allowed))} may "
+            "change. Drop those flags, or start a new run with a new --out"
+        )
+    for n in changed:
+        print(f"--resume: overriding {flag(n)} {getattr(saved, n)!r} -> {getattr(given, n)!r}")
+    print("--resume: every other flag is the saved run's")
+    return {n: getattr(given, n) for n in changed}
 
 
 def ckpt_manager(run_dir: Path):
@@ -125,10 +157,7 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     L, env = built.learner, built.env
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
     if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
-        none = jax.ShapeDtypeStruct((cfg.num_envs,), jnp.float32)
-        like = like.replace(env_params=none, env_state=none)
-        if L.hooks.init is None:  # its reward state is MineCLIP's window, as here, or nothing
-            like = like.replace(reward_state=none)
+        like = like.update(env_params=None, env_state=None)
     runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
     params = runner.params
     dims = L.action_dims

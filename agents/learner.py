@@ -185,12 +185,23 @@ def adam_step(grads, opt_state, params, lr, max_grad_norm, anneal_steps: int | N
 
 
 @struct.dataclass
-class Runner:
+class LearnerState:
+    """What the update changes (the same for both drivers)."""
+
     params: Any
     opt_state: Any
     si_opt_state: Any
-    env_params: Any
-    env_state: Any
+    si_buffer: si.SIBuffer
+    key: jax.Array
+    update_step: jax.Array  # int32 []
+
+
+@struct.dataclass
+class ActorState:
+    """What a rollout advances: per-env observations and episode counters (sharded over the env
+    axis), the reward's state and, on device only, the envs themselves (`env_params`,
+    `env_state`; None in the host-stepped driver, whose simulators live in the vector env)."""
+
     obs: Any
     prev_action: jax.Array  # int32 [N, K]
     ep_return: jax.Array  # f32 [N]
@@ -198,11 +209,43 @@ class Runner:
     episode_id: jax.Array  # int32 [N]
     task_id: jax.Array  # int32 [N]
     reward_state: Any
-    si_buffer: si.SIBuffer
     si_store: si.EpisodeStore
-    key: jax.Array
-    update_step: jax.Array  # int32 []
     env_steps: jax.Array  # int32 []
+    env_params: Any = None
+    env_state: Any = None
+
+
+LEARNER_FIELDS = tuple(f.name for f in dataclasses.fields(LearnerState))
+ACTOR_FIELDS = tuple(f.name for f in dataclasses.fields(ActorState))
+
+
+@struct.dataclass
+class Runner:
+    """One learner state and one actor state. Their fields read through (`runner.params`);
+    `update(**fields)` replaces any of them; `Runner.make(**fields)` builds one from all."""
+
+    learner: LearnerState
+    actor: ActorState
+
+    @classmethod
+    def make(cls, **fields) -> Runner:
+        return cls(
+            learner=LearnerState(**{k: fields.pop(k) for k in LEARNER_FIELDS}),
+            actor=ActorState(**fields),
+        )
+
+    def update(self, **fields) -> Runner:
+        learner = {k: v for k, v in fields.items() if k in LEARNER_FIELDS}
+        actor = {k: v for k, v in fields.items() if k not in LEARNER_FIELDS}
+        return self.replace(learner=self.learner.replace(**learner),
+                            actor=self.actor.replace(**actor))  # fmt: skip
+
+    def __getattr__(self, name):
+        if name in LEARNER_FIELDS:
+            return getattr(self.learner, name)
+        if name in ACTOR_FIELDS:
+            return getattr(self.actor, name)
+        raise AttributeError(name)
 
 
 @struct.dataclass
@@ -223,22 +266,16 @@ def make_mesh(num_devices: int | None = None) -> Mesh:
     return Mesh(np.array(devs), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
-def _env_sharded_fields():
-    return {"env_params", "env_state", "obs", "prev_action", "ep_return", "ep_length",
-            "episode_id", "task_id", "reward_state", "si_store"}  # fmt: skip
-
-
 def runner_shardings(runner: Runner, mesh: Mesh, seeds: bool = False):
-    """NamedSharding tree: per-env fields split along the env axis over "data" (axis 0, or 1
-    behind a leading seed axis with `seeds`), the rest replicated."""
+    """NamedSharding tree: the actor's per-env fields split along the env axis over "data"
+    (axis 0, or 1 behind a leading seed axis with `seeds`), the rest replicated."""
     rep = NamedSharding(mesh, P())
     env = NamedSharding(mesh, P(None, "data") if seeds else P("data"))
-    out = {}
-    for f in dataclasses.fields(runner):
-        v = getattr(runner, f.name)
-        s = env if f.name in _env_sharded_fields() else rep
-        out[f.name] = jax.tree.map(lambda _, s=s: s, v)
-    return Runner(**out)
+    actor = {
+        f: jax.tree.map(lambda _, s=(rep if f == "env_steps" else env): s, getattr(runner.actor, f))
+        for f in ACTOR_FIELDS
+    }
+    return Runner(learner=jax.tree.map(lambda _: rep, runner.learner), actor=ActorState(**actor))
 
 
 def transition_shardings(traj: Transition, mesh: Mesh):
@@ -333,35 +370,44 @@ class Learner:
         env's own) lets K seeds share one learner with their own worlds."""
         st, env = self.static, self.env
         env_params = env.params if env_params is None else env_params
-        n, k = st.num_envs, len(self.action_dims)
+        n = st.num_envs
         k_net, k_env, k_run = jax.random.split(key, 3)
         raw_obs, env_state = jax.vmap(env.reset, in_axes=(0, 0, None))(
             jax.random.split(k_env, n), env_params, env.static
         )
         task_id = jnp.asarray(env.task_ids, jnp.int32)
         obs = self.policy_obs_batch(self.consts, raw_obs, task_id)
-        params = self.init_params(k_net, obs)
-        obs_one = jax.tree.map(lambda x: x[0], obs)
-        rstate = (
-            self.hooks.init(self.consts, n, env.task_ids)
-            if self.hooks.init is not None
-            else jnp.zeros((n,))
-        )
+        rstate = None
+        if self.hooks.init is not None:
+            rstate = self.hooks.init(self.consts, n, env.task_ids)
         if self.hooks.start is not None:  # the reset frames open every env's reward window
             rstate = self.hooks.start(self.consts, rstate, obs)
-        return Runner(
+        return self.new_runner(k_net, k_run, obs, task_id, rstate,
+                               env_params=jax.tree.map(jnp.array, env_params),  # a copy: donated
+                               env_state=env_state)  # fmt: skip
+
+    def new_runner(self, k_net, k_run, obs, task_id, reward_state, env_params=None,
+                   env_state=None) -> Runner:  # fmt: skip
+        """The one initialisation of both drivers around a first batch of policy inputs `obs`
+        `[N, ...]`: fresh params, Adam states, SI buffer and store, episode counters (the
+        previous action the no-op). The host-stepped driver has no env fields (None)."""
+        st = self.static
+        n, k = st.num_envs, len(self.action_dims)
+        params = self.init_params(k_net, obs)
+        obs_one = jax.tree.map(lambda x: x[0], obs)
+        return Runner.make(
             params=params,
             opt_state=adam_init(params),
             si_opt_state=adam_init(params),
-            env_params=jax.tree.map(jnp.array, env_params),  # a copy: the runner is donated
+            env_params=env_params,
             env_state=env_state,
             obs=obs,
             prev_action=jnp.tile(self.noop_action, (n, 1)),
             ep_return=jnp.zeros((n,), jnp.float32),
             ep_length=jnp.zeros((n,), jnp.int32),
             episode_id=jnp.zeros((n,), jnp.int32),
-            task_id=task_id,
-            reward_state=rstate,
+            task_id=jnp.asarray(task_id, jnp.int32),
+            reward_state=reward_state,
             si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, obs_one, k),
             si_store=si.init_store(n, st.si_max_len, obs_one, k),
             key=k_run,
@@ -421,7 +467,7 @@ class Learner:
                 mask=jnp.ones((n,), jnp.float32),
             )  # fmt: skip
             stats = {**finished, "success": success}
-            r = r.replace(
+            r = r.update(
                 key=key,
                 env_state=env_state,
                 obs=next_obs,
@@ -528,7 +574,7 @@ class Learner:
             epoch, (runner.params, runner.opt_state),
             jax.random.split(k_upd, st.update_epochs), unroll=unroll,
         )  # fmt: skip
-        runner = runner.replace(
+        runner = runner.update(
             params=params, opt_state=opt_state, key=key, update_step=runner.update_step + 1
         )
         metrics = jax.tree.map(jnp.mean, info)
@@ -575,7 +621,7 @@ class Learner:
             step, (runner.params, runner.si_opt_state), jax.random.split(k, st.si_steps),
             unroll=bool(st.unroll),
         )  # fmt: skip
-        runner = runner.replace(params=params, si_opt_state=opt_state, key=key)
+        runner = runner.update(params=params, si_opt_state=opt_state, key=key)
         return runner, {
             "si_loss": jnp.mean(loss),
             "si_size": jnp.sum(buf.valid),

@@ -12,12 +12,9 @@
     python -m agents.ppo --backend minedojo --task harvest_milk_with_empty_bucket_and_cow \
         --minedojo-jar MalmoMod-0.37.0-fat.jar                           # MineDojo's Java simulator
 
-This module is the CLI alone: the typed config, its validation and `main`. The run directory
-(`--out`) and the loop are `agents.train`'s; the parts it builds are `agents.build`'s (env
-adapters `agents.adapters`, MineCLIP hooks `agents.mineclip_hooks`, learner `agents.learner`,
-host-stepped driver `agents.sebulba`); checkpoints and `load_policy` are `agents.checkpoints`'.
-Nothing under `agents/` imports this module. `--resume` continues a run from its saved config;
-only the budget and logging flags may change (it prints what it overrides).
+The CLI alone: typed config, validation, `main`; below it (never importing it) the loop
+`agents.train`, the parts `agents.build` builds, `agents.checkpoints` (`load_policy`); see
+docs/interfaces.md. `--resume` may change only the budget and logging flags (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -257,20 +254,7 @@ def resume_config(cfg: PPOConfig) -> PPOConfig:
         saved = checkpoints.load_config(run_dir, PPOConfig)
     except ValueError as e:
         raise ConfigError(f"--resume: {e}") from None
-    default = PPOConfig()
-    changed = {f.name for f in dataclasses.fields(PPOConfig)
-               if getattr(cfg, f.name) not in (getattr(default, f.name), getattr(saved, f.name))
-               and f.name not in ("out", "resume")}  # fmt: skip
-    refused = sorted(changed - set(RESUME_OVERRIDES))
-    if refused:
-        flags = ", ".join(f"--{n.replace('_', '-')} (saved {getattr(saved, n)!r})" for n in refused)
-        raise ConfigError(f"--resume keeps the saved run's {flags}; only "
-                          f"{', '.join('--' + n.replace('_', '-') for n in RESUME_OVERRIDES)} "
-                          "may change. Drop those flags, or start a new run with a new --out")  # fmt: skip
-    over = {n: getattr(cfg, n) for n in sorted(changed)}
-    for n, v in over.items():
-        print(f"--resume: overriding --{n.replace('_', '-')} {getattr(saved, n)!r} -> {v!r}")
-    print(f"--resume: every other flag is the saved run's ({run_dir / CONFIG_FILE})")
+    over = checkpoints.resume_overrides(saved, cfg, PPOConfig(), RESUME_OVERRIDES)
     return dataclasses.replace(saved, **over, out=cfg.out, resume=True,
                                progress=cfg.progress)  # fmt: skip
 

@@ -154,43 +154,21 @@ class HostDriver:
         return pobs
 
     def init(self, key) -> lrn.Runner:
-        st, n = self.static, self.static.num_envs
-        k = len(self.action_dims)
+        """Reset the envs and build the runner with the learner's one initialisation
+        (`Learner.new_runner`; no env fields: the simulators live in the vector env)."""
+        n = self.static.num_envs
         k_net, k_run = jax.random.split(key)
         obs, _ = self.env.reset(seed=int(jax.random.randint(k_run, (), 0, 2**31 - 1)))
         self._obs = obs
         self._autoreset = np.zeros(n, bool)
         task_id = jnp.asarray(self.task_ids)
-        rstate = (
-            self.hooks.init(self.consts, n, self.task_ids)
-            if self.hooks.init is not None
-            else jnp.zeros((n,))
-        )
+        rstate = None
+        if self.hooks.init is not None:
+            rstate = self.hooks.init(self.consts, n, self.task_ids)
         # the reset frames open every env's reward window (skip: no reward term)
         pobs, rstate, _ = self._observe(self.consts, rstate, jax.tree.map(jnp.asarray, obs),
                                         task_id, jnp.ones((n,), bool))  # fmt: skip
-        params = self.learner.init_params(k_net, pobs)
-        one = jax.tree.map(lambda x: x[0], pobs)
-        runner = lrn.Runner(
-            params=params,
-            opt_state=lrn.adam_init(params),
-            si_opt_state=lrn.adam_init(params),
-            env_params=jnp.zeros((n,)),
-            env_state=jnp.zeros((n,)),
-            obs=pobs,
-            prev_action=jnp.tile(self.learner.noop_action, (n, 1)),
-            ep_return=jnp.zeros((n,), jnp.float32),
-            ep_length=jnp.zeros((n,), jnp.int32),
-            episode_id=jnp.zeros((n,), jnp.int32),
-            task_id=task_id,
-            reward_state=rstate,
-            si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, one, k),
-            si_store=si.init_store(n, st.si_max_len, one, k),
-            key=k_run,
-            update_step=jnp.zeros((), jnp.int32),
-            env_steps=jnp.zeros((), jnp.int32),
-        )
-        return self.learner.shard(runner)
+        return self.learner.shard(self.learner.new_runner(k_net, k_run, pobs, task_id, rstate))
 
     def rollout(self, runner: lrn.Runner, hp: lrn.HyperParams | None = None):
         """`num_steps` host steps -> (runner with new obs/SI state, Transition [T, N], episode stats).
@@ -269,7 +247,7 @@ class HostDriver:
                 else jnp.stack([jnp.asarray(x[k]) for x in steps]))
             for k in steps[0]
         })  # fmt: skip
-        runner = runner.replace(
+        runner = runner.update(
             obs=last_obs, prev_action=jnp.asarray(prev, jnp.int32),
             ep_return=jnp.asarray(s["ep_ret"], jnp.float32),
             ep_length=jnp.asarray(s["ep_len"], jnp.int32),
@@ -284,7 +262,7 @@ class HostDriver:
         as `init` just reset them: simulator state is not checkpointed, so the episodes in flight
         at the checkpoint are dropped (their partial SI trajectories and reward windows too)."""
         self._autoreset = np.zeros(self.static.num_envs, bool)
-        return self.learner.shard(restored.replace(
+        return self.learner.shard(restored.update(
             obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
             ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,
             reward_state=fresh.reward_state, episode_id=restored.episode_id + 1,

@@ -115,27 +115,31 @@ def _rank(success, ret, valid):
     return jnp.where(valid, jnp.where(success, _SUCCESS_RANK, 0.0) + ret, -jnp.inf)
 
 
-def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_id, min_return):
-    """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`) if it qualifies."""
+def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_id, min_return,
+           offered=True):  # fmt: skip
+    """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`) if it qualifies (and
+    `offered`). Writes one slot whatever the outcome (the old row back when it does not
+    qualify) instead of branching: the same cost with and without `vmap` (K seeds), where a
+    `lax.cond` would turn into a select over the whole buffer."""
     ranks = _rank(buf.success, buf.ret, buf.valid)
     slot = jnp.argmin(ranks)
     new_rank = _rank(success, ret, True)
     qualifies = (success | (ret > min_return)) & (new_rank > ranks[slot]) & (length > 0)
+    qualifies = qualifies & offered
 
-    def write(b):
-        upd = lambda a, v: a.at[slot].set(v)  # noqa: E731
-        return SIBuffer(
-            obs=jax.tree.map(upd, b.obs, obs),
-            prev_action=upd(b.prev_action, prev_action),
-            action=upd(b.action, action),
-            length=upd(b.length, length),
-            ret=upd(b.ret, ret),
-            success=upd(b.success, success),
-            valid=upd(b.valid, True),
-            task_id=upd(b.task_id, task_id),
-        )
+    def upd(a, v):
+        return a.at[slot].set(jnp.where(qualifies, jnp.asarray(v, a.dtype), a[slot]))
 
-    return jax.lax.cond(qualifies, write, lambda b: b, buf)
+    return SIBuffer(
+        obs=jax.tree.map(upd, buf.obs, obs),
+        prev_action=upd(buf.prev_action, prev_action),
+        action=upd(buf.action, action),
+        length=upd(buf.length, length),
+        ret=upd(buf.ret, ret),
+        success=upd(buf.success, success),
+        valid=upd(buf.valid, True),
+        task_id=upd(buf.task_id, task_id),
+    )
 
 
 def record_step(store: EpisodeStore, obs, prev_action, action) -> EpisodeStore:
@@ -165,25 +169,23 @@ def finish_episodes(
 
     def offer_all(b):
         def body(i, b):
-            def offer(b):
-                # time order: the oldest kept step sits at ptr % max_len once the ring wrapped
-                ptr = store.ptr[i]
-                start = jnp.where(ptr > max_len, ptr % max_len, 0)
-                order = (start + jnp.arange(max_len)) % max_len
-                take = lambda a: a[i][order]  # noqa: E731
-                return insert(
-                    b,
-                    jax.tree.map(take, store.obs),
-                    take(store.prev_action),
-                    take(store.action),
-                    jnp.minimum(ptr, max_len),
-                    ret[i],
-                    success[i],
-                    task_id[i],
-                    min_return,
-                )
-
-            return jax.lax.cond(done[i], offer, lambda b: b, b)
+            # time order: the oldest kept step sits at ptr % max_len once the ring wrapped
+            ptr = store.ptr[i]
+            start = jnp.where(ptr > max_len, ptr % max_len, 0)
+            order = (start + jnp.arange(max_len)) % max_len
+            take = lambda a: a[i][order]  # noqa: E731
+            return insert(
+                b,
+                jax.tree.map(take, store.obs),
+                take(store.prev_action),
+                take(store.action),
+                jnp.minimum(ptr, max_len),
+                ret[i],
+                success[i],
+                task_id[i],
+                min_return,
+                offered=done[i],
+            )
 
         return jax.lax.fori_loop(0, done.shape[0], body, b)
 

@@ -114,7 +114,9 @@ def drop_rows_after(run_dir: Path, update: int) -> int:
                 keep.append(line)
             else:
                 dropped += 1
-        path.write_text("".join(x + "\n" for x in keep))
+        tmp = path.with_name(path.name + ".tmp")  # atomic: a kill here loses no row
+        tmp.write_text("".join(x + "\n" for x in keep))
+        os.replace(tmp, path)
     for video in (run_dir / "videos").glob("*_update*.mp4"):
         if int(video.stem.rsplit("_update", 1)[1]) > update:
             video.unlink()
@@ -197,18 +199,14 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
     enable_compile_cache(cfg.compile_cache)
     run_dir = Path(cfg.out).expanduser()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / checkpoints.CONFIG_FILE).write_text(
-        json.dumps(checkpoints.config_to_json(cfg), indent=2) + "\n"
-    )
+    checkpoints.write_json(run_dir / checkpoints.CONFIG_FILE, checkpoints.config_to_json(cfg))
     stages = adapters.stage_tasks(cfg.task, cfg.stages)
     outs = []
     for seed, d in seed_dirs(cfg):
         if d != run_dir:
             d.mkdir(parents=True, exist_ok=True)
             scfg = _seed_config(cfg, seed, d)
-            (d / checkpoints.CONFIG_FILE).write_text(
-                json.dumps(checkpoints.config_to_json(scfg), indent=2) + "\n"
-            )
+            checkpoints.write_json(d / checkpoints.CONFIG_FILE, checkpoints.config_to_json(scfg))
         outs.append(RunOutput(seed, d, checkpoints.ckpt_manager(d)))
     start_stage, global_updates = 0, 0
     if cfg.resume:
@@ -239,12 +237,12 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
         return {**(json.loads(old.read_text()) if old.exists() else {}), "runner": runner}
     per_seed = summary.pop("seeds", None)
     if per_seed is None:
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        checkpoints.write_json(run_dir / "summary.json", summary)
         return {**summary, "runner": runner}
     for out, s in zip(outs, per_seed, strict=True):
-        (out.run_dir / "summary.json").write_text(json.dumps(s, indent=2) + "\n")
+        checkpoints.write_json(out.run_dir / "summary.json", s)
     top = {"seeds": {str(out.seed): s for out, s in zip(outs, per_seed, strict=True)}}
-    (run_dir / "summary.json").write_text(json.dumps(top, indent=2) + "\n")
+    checkpoints.write_json(run_dir / "summary.json", top)
     return {**top, "runner": runner}
 
 
@@ -273,8 +271,8 @@ def next_stage(runner: lrn.Runner, carried, L: lrn.Learner, new_tasks=None) -> l
         a.shape == b.shape
         for a, b in zip(jax.tree.leaves(si_buf), jax.tree.leaves(runner.si_buffer))
     ):
-        runner = runner.replace(si_buffer=si_buf)
-    return runner.replace(params=params, opt_state=lrn.adam_init(params),
+        runner = runner.update(si_buffer=si_buf)
+    return runner.update(params=params, opt_state=lrn.adam_init(params),
                           si_opt_state=lrn.adam_init(params))  # fmt: skip
 
 

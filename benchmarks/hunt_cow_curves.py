@@ -56,7 +56,9 @@ def _config(args: Args, reward: str):
 
     return ppo.PPOConfig(
         task="hunt a cow", reward=reward, num_envs=args.num_envs, num_steps=64,
-        total_steps=args.total_steps, seed=args.seed, max_episode_steps=500,
+        # whole updates (agents.ppo refuses a partial one): --total-steps rounded down
+        total_steps=args.total_steps // (64 * args.num_envs) * 64 * args.num_envs,
+        seed=args.seed, max_episode_steps=500,
         out=str(Path(args.runs_dir) / reward), video_every=-1, checkpoint_every=20,
         num_minibatches=2, update_epochs=4, image_size=(32, 48), world_size=32, world_pool=4,
         cnn="nature", action_prior="balanced", action_repeat=args.action_repeat,

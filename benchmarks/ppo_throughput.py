@@ -72,7 +72,7 @@ def run_ours(args: Args) -> dict:
     n = args.num_envs
     obs = {"state": jnp.asarray(obs0, jnp.float32)}
     params = L.init_params(jax.random.PRNGKey(args.seed), obs)
-    runner = lrn.Runner(
+    runner = lrn.Runner.make(
         params=params, opt_state=lrn.adam_init(params), si_opt_state=(), env_params=jnp.zeros((n,)),
         env_state=handle, obs=obs, prev_action=jnp.zeros((n, 1), jnp.int32),
         ep_return=jnp.zeros((n,)), ep_length=jnp.zeros((n,), jnp.int32),
@@ -98,7 +98,7 @@ def run_ours(args: Args) -> dict:
                                logp=losses.log_prob(logits, a, (2,)), value=value, reward=reward,
                                done=done, episode_id=r.episode_id,
                                mask=valid.astype(jnp.float32))  # fmt: skip
-            r = r.replace(key=key, env_state=handle, obs={"state": nobs.astype(jnp.float32)},
+            r = r.update(key=key, env_state=handle, obs={"state": nobs.astype(jnp.float32)},
                           ep_return=jnp.where(done, 0.0, ret), reward_state=done,
                           episode_id=r.episode_id + done)  # fmt: skip
             return r, (t, jnp.where(done, ret, jnp.nan))
@@ -237,6 +237,11 @@ def main(args: Args) -> dict:
     if args.seeds > 0:
         res["seeds"] = run_seeds(args)
         print("seeds:", json.dumps(res["seeds"]), "| load", _load(), flush=True)
+    try:
+        import envpool  # noqa: F401
+    except ImportError:
+        print("envpool is not installed (pip install -e '.[envpool]'): no CartPole-v1 runs")
+        return res
     res["ours"] = run_ours(args)
     print("ours:", json.dumps(res["ours"]), "| load", _load(), flush=True)
     if not args.skip_sb3:

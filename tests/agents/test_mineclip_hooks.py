@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import mineclip_jax as mcj
+from agents import build, mineclip_hooks, ppo
 from agents import learner as lrn
-from agents import ppo
 
 
 def test_mineclip_hooks_features_prompts_and_reward(tmp_path):
@@ -24,7 +24,7 @@ def test_mineclip_hooks_features_prompts_and_reward(tmp_path):
         reward_fn=lambda r, info: 5.0 * info["success"].astype(jnp.float32),
         task_ids=np.array([0, 1]), num_tasks=2, task_conditioned=True,
     )  # fmt: skip
-    hooks, consts, _ = ppo._mineclip_hooks(cfg, env, ("hunt a cow", "shear a sheep"))
+    hooks, consts, _ = mineclip_hooks.mineclip_hooks(cfg, env, ("hunt a cow", "shear a sheep"))
     frames = jax.random.randint(jax.random.PRNGKey(1), (2, 160, 256, 3), 0, 255).astype(jnp.uint8)
     obs = jax.jit(hooks.featurize)(consts, {"rgb": frames, "task_id": jnp.array([0, 1])})
     assert set(obs) == {"rgb_feat", "prompt"} and obs["rgb_feat"].shape == (2, 64)
@@ -36,8 +36,13 @@ def test_mineclip_hooks_features_prompts_and_reward(tmp_path):
     done = jnp.array([False, True])
     step = jax.jit(hooks.step)
     state, r = step(consts, state, obs, jnp.array([False, False]), jnp.zeros(2), info)
-    # Direct reward is max(P_G - 1/N_T, 0) >= 0, plus the bonus where the task succeeded
-    assert r.shape == (2,) and float(r[0]) >= 0.0 and float(r[1]) >= 5.0
+    # the Direct reward of each env's first window (an independent whole-trajectory pass over
+    # that one frame), plus the bonus where the task succeeded
+    from mineclip_jax import reward as mcr
+
+    want, _ = mcr.trajectory_rewards(consts["spec"], obs["rgb_feat"][:, None], jnp.array([0, 1]))
+    assert r.shape == (2,)
+    np.testing.assert_allclose(np.asarray(r), np.asarray(want[:, 0]) + [0.0, 5.0], atol=1e-6)
     _, r2 = step(consts, state, obs, done, jnp.zeros(2), info)
     assert float(r2[1]) == 5.0  # a done step: the new frame is the next episode's, bonus only
 
@@ -55,7 +60,7 @@ def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path):
         num_envs=2, num_steps=4, num_minibatches=1, update_epochs=1, world_size=32, world_pool=1,
         max_episode_steps=100, num_devices=1, out=str(tmp_path / "run"),
     )  # fmt: skip
-    L = ppo.build(cfg).learner
+    L = build.build(cfg).learner
     runner = L.init(jax.random.PRNGKey(0))
     assert np.all(np.asarray(runner.reward_state.cache.count) == 1)
     end, traj, _ = jax.jit(L.rollout)(runner, L.consts)
