@@ -158,8 +158,9 @@ def _episodes(task: str, want_success: bool, count: int, seed: int, world_seed: 
 
 
 def _features(handle, frames, lengths, chunk: int = 512):
-    """Frame features [E, T+1, D] of the frames before each episode's end (zero after it:
-    the scores only read the first `lengths` steps), encoded in fixed-size chunks."""
+    """Frame features [E, T+1, D] of the frames before each episode's end (the last one
+    repeated after it: the scores only read the first `lengths` steps, and a step's reward only
+    sees frames up to it), encoded in fixed-size chunks."""
     e, t = frames.shape[:2]
     valid = np.arange(t)[None, :] < np.asarray(lengths)[:, None]
     flat = frames[valid]
@@ -172,7 +173,8 @@ def _features(handle, frames, lengths, chunk: int = 512):
         out.append(np.asarray(handle.encode_frames(part))[: chunk - pad])
     feats = np.zeros((e, t, out[0].shape[-1]), np.float32)
     feats[valid] = np.concatenate(out)
-    return feats
+    last = feats[np.arange(e), np.asarray(lengths) - 1]
+    return np.where(valid[..., None], feats, last[:, None, :])
 
 
 def _episode_scores(handle, prompt, feats, lengths):

@@ -4,7 +4,7 @@ Every builder writes array_record files through TFDS without TensorFlow, into th
 user names (which then holds `dataset_info.json`; read it with `tfds.builder_from_directory`).
 
     python -m data.youtube   --metadata M.json --videos V/ --transcripts T/ --out DIR  # clips
-    python -m data.synthetic --num-clips N --out DIR                                   # clips
+    python -m data.synthetic --episodes N --out DIR      # clips (array clip directory, 48x64)
     python -m data.wiki      --pages WIKI/ --out DIR
     python -m data.reddit    --posts reddit.json --contents POSTS/ --out DIR
 

@@ -85,9 +85,9 @@ def resize_clip(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def read_video_clip(path: Path, start_s: float, duration_s: float) -> np.ndarray:
-    """16 distinct frames sampled uniformly from [start_s, start_s + duration_s) of a video
-    file, resized to 160x256 RGB (PyAV). A clip with fewer than 16 frames in that interval is
-    refused (saying how many it has) rather than padded with repeats."""
+    """16 frames sampled uniformly from [start_s, start_s + duration_s) of a video file,
+    resized to 160x256 RGB (PyAV). A clip with fewer than 16 frames in that interval is refused
+    (saying how many it has) rather than padded with repeats."""
     import av
 
     if not path.is_file():
@@ -112,13 +112,11 @@ def read_video_clip(path: Path, start_s: float, duration_s: float) -> np.ndarray
     stamps = np.array([t for t, _ in decoded])
     inside = int(np.sum((stamps >= start_s) & (stamps < start_s + duration_s)))
     picks = [int(np.argmin(np.abs(stamps - t))) for t in times]
-    distinct = len(set(picks))
-    if distinct < NUM_FRAMES:
-        last = float(stamps.max())
+    if inside < NUM_FRAMES:
         raise ValueError(
-            f"{path} gives only {distinct} distinct frames for the {NUM_FRAMES}-frame window "
-            f"[{start_s:g}, {start_s + duration_s:g}) s ({inside} frames decoded there, the "
-            f"last at {last:.2f} s); repeating frames would score a different clip. Choose "
+            f"{path} has only {inside} frames in the {NUM_FRAMES}-frame window "
+            f"[{start_s:g}, {start_s + duration_s:g}) s (the last decoded at "
+            f"{float(stamps.max()):.2f} s); repeating frames would score a different clip. Choose "
             f"--start-s/--duration-s inside the video with at least {NUM_FRAMES} frames, or use "
             f"a longer clip"
         )

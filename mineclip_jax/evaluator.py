@@ -58,7 +58,8 @@ def trajectory_scores(step_rewards, lengths=None) -> np.ndarray:
     if lengths.shape != (b,) or np.any(lengths < 1) or np.any(lengths > t):
         raise ValueError(f"lengths must be [B]={b} values in [1, {t}], got {lengths.tolist()}")
     valid = np.arange(t)[None, :] < lengths[:, None]
-    return (rewards * valid).sum(1) / lengths
+    # where, not a product: padding may hold NaN (e.g. rewards of zero-padded frames).
+    return np.where(valid, rewards, 0.0).sum(1) / lengths
 
 
 def kmeans_1d(values) -> tuple[float, float]:

@@ -146,11 +146,13 @@ def test_tiny_build_is_read_by_mineclip_training(tmp_path):
 
 
 def test_circling_never_reaches_and_the_oracle_does():
-    """The near-miss controller stays away from the target; the oracle gets there."""
+    """The near-miss controller goes round the animal without touching or hitting it; the
+    oracle, from the same starts, kills it."""
     cfg = S.SyntheticConfig(out="unused", batch=2, episode_ticks=120, height=16, width=24,
                             world_pool=1)  # fmt: skip
     _, circle = S.run_episodes(cfg, BY_NAME["circle_kill_cow"], 0, 5)
     _, oracle = S.run_episodes(cfg, BY_NAME["kill_cow"], 0, 5)
-    assert circle["target_distance"][:, 60:].min() > 1.5
+    assert circle["target_distance"][:, 60:].min() > 1.0  # never touches it
     assert not circle["kills"][:, -1].any()
-    assert oracle["success"].any(axis=1).all()
+    assert not circle["success"].any()
+    assert oracle["success"].any()

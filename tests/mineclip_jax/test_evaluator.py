@@ -130,3 +130,8 @@ def test_calibrated_threshold_reads_the_checkpoint_judge(tmp_path):
     # New weights are not the checkpoint's: their judge would not apply.
     assert loaded.replace(params=loaded.params).source is None
     assert loaded.astype("bfloat16").source == loaded.source
+
+
+def test_trajectory_scores_ignore_nan_in_the_padding():
+    rewards = np.array([[1.0, 3.0, np.nan], [2.0, np.nan, np.nan]])
+    np.testing.assert_allclose(ev.trajectory_scores(rewards, [2, 1]), [2.0, 2.0])

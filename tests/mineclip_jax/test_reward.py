@@ -335,7 +335,7 @@ def test_demo_refuses_a_clip_shorter_than_the_window(tmp_path):
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
-    with pytest.raises(ValueError, match=r"only 10 distinct frames for the 16-frame window"):
+    with pytest.raises(ValueError, match=r"only 10 frames in the 16-frame window"):
         demo.read_video_clip(path, start_s=0.0, duration_s=8.0)
     assert demo.DemoConfig().ckpt == "mini"
     small = demo.resize_clip(demo.procedural_clip(), (48, 64))
