@@ -87,13 +87,21 @@ def validate_tasks(cfg, stages) -> None:
     a stage mixing Creative and programmatic tasks, what the backend cannot run."""
     from pathlib import Path
 
+    from mineclip_jax.checkpoint import SHIPPED
+
     if cfg.reward == "mineclip" and not cfg.mineclip_ckpt:
-        raise ConfigError("--reward mineclip needs --mineclip-ckpt PATH (attn.pth, avg.pth or a "
-                          "native checkpoint dir); without one use --reward manual or sparse")  # fmt: skip
-    if cfg.mineclip_ckpt and not Path(cfg.mineclip_ckpt).expanduser().exists():
+        raise ConfigError("--reward mineclip needs --mineclip-ckpt (mini: the shipped model; or "
+                          "attn.pth, avg.pth, a native checkpoint dir); without one use --reward "
+                          "manual or sparse")  # fmt: skip
+    if (
+        cfg.mineclip_ckpt
+        and cfg.mineclip_ckpt not in SHIPPED
+        and not Path(cfg.mineclip_ckpt).expanduser().exists()
+    ):
         raise ConfigError(
-            f"--mineclip-ckpt {cfg.mineclip_ckpt!r} does not exist; download attn.pth from the "
-            "MineCLIP release (or convert one with mineclip_jax.convert) and pass its path"
+            f"--mineclip-ckpt {cfg.mineclip_ckpt!r} does not exist; use a shipped model "
+            f"({', '.join(SHIPPED)}), or download attn.pth from the MineCLIP release (or convert "
+            "one with mineclip_jax.convert) and pass its path"
         )
     validate_backend(cfg, stages)
     if any(t == "cartpole" for s in stages for t in s):
@@ -290,8 +298,13 @@ def cartpole_env(cfg) -> lrn.JaxEnv:
 
 
 def frame_size(cfg) -> tuple[int, int]:
-    """Frames are 160x256 with MineCLIP (what it was trained on), else --image-size."""
-    return (160, 256) if cfg.mineclip_ckpt else tuple(cfg.image_size)
+    """With MineCLIP the frames are the size its model was trained on (48x64 for the shipped
+    mini, 160x256 for the released weights), else --image-size."""
+    if cfg.mineclip_ckpt:
+        from mineclip_jax.checkpoint import checkpoint_image_size
+
+        return checkpoint_image_size(cfg.mineclip_ckpt)
+    return tuple(cfg.image_size)
 
 
 def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.JaxEnv:
@@ -363,8 +376,8 @@ def voxel_env_kwargs(cfg) -> dict:
 def make_host_vector_env(cfg, tasks: tuple[str, ...], log_dir: Path | None = None):
     """The Gymnasium vector env of a host-stepped backend: the embedded world in bridge worker
     processes (`process`, env i runs `tasks[i % len(tasks)]`) or MineDojo's Java simulator.
-    With a MineCLIP checkpoint the frames are 160x256 (what MineCLIP was trained on) and
-    rendered whatever --image-size / --no-render say, as on the jax backend."""
+    With a MineCLIP checkpoint the frames are the model's size (`frame_size`) and rendered
+    whatever --image-size / --no-render say, as on the jax backend."""
     h, w = frame_size(cfg)
     common = dict(max_restarts=cfg.bridge_max_restarts,
                   log_dir=None if log_dir is None else str(log_dir))  # fmt: skip

@@ -7,7 +7,8 @@
 
 Each task runs ``episodes`` episodes (100 by default, as the paper recommends) on ``num_envs``
 parallel envs of the chosen backend. Programmatic tasks are judged by their own success check;
-Creative tasks by MineCLIP (paper appendix G.4: per-trajectory mean reward, K=2 k-means threshold),
+Creative tasks by MineCLIP (paper appendix G.4: per-trajectory mean reward against the threshold
+calibrated once by K=2 k-means on labelled trajectories and stored with the checkpoint),
 with binary F1 against human labels when a label file is given. Writes ``results.md``,
 ``results.csv`` and ``videos/`` under ``out_dir``.
 """
@@ -24,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from agents.episodes import step_episodes
-from agents.video import write_video
+from envs.video import write_video
 
 # (batched obs, rng, is_first [N]: the obs starts an episode) -> actions [N, 8]
 Policy = Callable[[Mapping[str, np.ndarray], np.random.Generator, np.ndarray], np.ndarray]
@@ -50,7 +51,12 @@ class EvaluateConfig:
     videos_per_task: int = 1  # episodes recorded as MP4 per task (from env 0)
     video_fps: int = 20  # frame rate of the videos
     skip_unsupported: bool = True  # skip (and list) tasks the backend cannot run instead of failing
-    mineclip_checkpoint: str | None = None  # Creative judge: attn.pth, avg.pth or a native dir
+    mineclip_checkpoint: str | None = (
+        None  # Creative judge: mini (shipped), attn.pth, avg.pth or a native dir
+    )
+    creative_threshold: float | None = (
+        None  # Creative judge delta by hand (default: the checkpoint's calibrated one)
+    )
     human_labels: Path | None = None  # Creative: CSV task_id,episode,label (1/0) for the F1
     creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
     env_options: tuple[str, ...] = ()  # backend options key=value, e.g. jar=/path/Malmo.jar
@@ -379,30 +385,58 @@ def read_human_labels(path: str | os.PathLike) -> dict[tuple[str, int], bool]:
 
 @dataclasses.dataclass(frozen=True)
 class CreativeJudge:
-    """MineCLIP as the success judge of Creative tasks (``mineclip_jax.evaluator``, paper G.4)."""
+    """MineCLIP as the success judge of Creative tasks (``mineclip_jax.evaluator``, paper G.4).
+
+    An episode succeeds when its mean Direct MineCLIP reward for the task prompt exceeds the
+    threshold delta calibrated once, on labelled trajectories, for that checkpoint and prompt
+    (stored in the checkpoint's ``judge.json``; ``threshold`` overrides it). Delta is never
+    fitted on the judged policy's own episodes: that would call part of any policy's episodes
+    successes (a random policy's too) and never all of a perfect policy's."""
 
     handle: Any  # a loaded MineCLIP (mineclip_jax.MineCLIPHandle)
     labels: Mapping[tuple[str, int], bool] | None = None  # human labels by (task id, episode)
+    calibration: Mapping[str, Mapping[str, Any]] | None = None  # judge.json tasks by prompt
+    threshold: float | None = None  # a delta given by hand: overrides the calibration
 
     @classmethod
     def load(
-        cls, checkpoint: str | os.PathLike, labels_path: str | os.PathLike | None = None
+        cls,
+        checkpoint: str | os.PathLike,
+        labels_path: str | os.PathLike | None = None,
+        threshold: float | None = None,
     ) -> CreativeJudge:
         import mineclip_jax as mcj
+        from mineclip_jax import evaluator
 
         labels = read_human_labels(labels_path) if labels_path is not None else None
-        return cls(mcj.load_checkpoint(checkpoint), labels)
+        handle = mcj.load_checkpoint(checkpoint)
+        try:
+            calibration = evaluator.judge_entries(handle)
+        except (FileNotFoundError, ValueError):
+            calibration = None  # an uncalibrated checkpoint: `judge` says what to do
+        return cls(handle, labels, calibration, threshold)
 
     def frame_features(self, rgb: np.ndarray) -> np.ndarray:
         """Per-frame MineCLIP features of a batch of observations, kept for scoring."""
         return np.asarray(self.handle.encode_frames(rgb), np.float32)
 
-    def judge(self, spec, records: Sequence[EpisodeRecord]) -> tuple[np.ndarray, float | None]:
-        """(success per episode, F1 against the human labels of this task's episodes or None).
+    def _delta_and_negatives(self, spec) -> tuple[float, Sequence[str] | None]:
+        entry = (self.calibration or {}).get(spec.prompt)
+        negatives = None if entry is None else entry.get("negatives")
+        if self.threshold is not None:
+            return float(self.threshold), negatives
+        if entry is None:
+            have = sorted(self.calibration) if self.calibration else "none"
+            raise ValueError(
+                f"{spec.id} ({spec.prompt!r}): this MineCLIP checkpoint has no calibrated judge "
+                f"threshold for the prompt (calibrated prompts: {have}); calibrate one on labelled "
+                "trajectories (benchmarks/mineclip_mini_judge.py does it for the shipped mini "
+                "model) or pass --creative-threshold DELTA"
+            )
+        return float(entry["delta"]), negatives
 
-        Each trajectory is scored by the mean of its Direct MineCLIP reward for the task prompt;
-        all scores of the task are split by K=2 k-means, success above the centroids' mean.
-        """
+    def judge(self, spec, records: Sequence[EpisodeRecord]) -> tuple[np.ndarray, float | None]:
+        """(success per episode, F1 against the human labels of this task's episodes or None)."""
         from mineclip_jax import evaluator
         from mineclip_jax.reward import MineCLIPReward
 
@@ -410,23 +444,24 @@ class CreativeJudge:
             raise ValueError(
                 "Creative judging needs frame features: run the episodes with frame_features"
             )
-        if len(records) < 2:
-            raise ValueError(
-                f"{spec.id}: the k-means threshold needs at least 2 episodes, got {len(records)}"
-            )
+        if not records:
+            raise ValueError(f"{spec.id}: no episodes to judge")
+        delta, negatives = self._delta_and_negatives(spec)
         lengths = np.array([len(r.features) for r in records])
         padded = np.zeros((len(records), lengths.max(), records[0].features.shape[-1]), np.float32)
         for i, r in enumerate(records):
             padded[i, : lengths[i]] = r.features
-        reward = MineCLIPReward(self.handle, spec.prompt, kind="direct")
-        result = evaluator.evaluate_trajectories(reward, padded, lengths)
+        reward = MineCLIPReward(self.handle, spec.prompt, negatives=negatives, kind="direct")
+        step_rewards, _ = reward.trajectory_rewards(padded)
+        scores = evaluator.trajectory_scores(np.asarray(step_rewards), lengths)
+        predicted = evaluator.judge(scores, delta)
         f1 = None
         if self.labels is not None:
             labelled = [j for j in range(len(records)) if (spec.id, j) in self.labels]
             if labelled:
                 truth = [self.labels[(spec.id, j)] for j in labelled]
-                f1 = evaluator.binary_metrics(result.predicted[labelled], truth).f1
-        return np.asarray(result.predicted, bool), f1
+                f1 = evaluator.binary_metrics(predicted[labelled], truth).f1
+        return np.asarray(predicted, bool), f1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -531,7 +566,9 @@ def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
     skipped = unresolved + skipped
     creative_judge = None
     if any(spec.category == "creative" for spec in runnable) and cfg.mineclip_checkpoint:
-        creative_judge = CreativeJudge.load(cfg.mineclip_checkpoint, cfg.human_labels)
+        creative_judge = CreativeJudge.load(
+            cfg.mineclip_checkpoint, cfg.human_labels, cfg.creative_threshold
+        )
 
     loaded: dict = {}  # the PPO run, restored once and adapted per task
 

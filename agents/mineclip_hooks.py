@@ -10,7 +10,6 @@ frozen encoder; nothing else in `agents/` knows MineCLIP's internals.
 
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import jax
@@ -27,7 +26,7 @@ def mineclip_hooks(cfg, env: lrn.JaxEnv, prompts: tuple[str, ...]):
     import mineclip_jax as mcj
     from mineclip_jax import reward as mcr
 
-    mc = mcj.load_checkpoint(os.path.expanduser(cfg.mineclip_ckpt))
+    mc = mcj.load_checkpoint(cfg.mineclip_ckpt)  # a shipped name or a path (~ expanded)
     rew = mcr.MineCLIPReward(mc, goal=list(prompts), kind=cfg.mineclip_reward)
     goal_text = rew.spec.text_features[rew.spec.goal_prompt]  # [G, D]
     consts = {"spec": rew.spec, "goal_text": goal_text}

@@ -45,7 +45,7 @@ class PPOConfig:
     reward: Literal["mineclip", "manual", "sparse"] = "manual"
     """training reward: MineCLIP (needs --mineclip-ckpt), the task's manual dense reward, or success only; success bonus added to all"""
     mineclip_ckpt: str | None = None
-    """MineCLIP checkpoint (attn.pth / avg.pth / native dir): frozen image features for the policy and, with --reward mineclip, the reward"""
+    """MineCLIP checkpoint: mini (shipped with the package, 48x64 frames), attn.pth / avg.pth or a native dir; frozen image features for the policy and, with --reward mineclip, the reward"""
     mineclip_reward: Literal["direct", "delta"] = "direct"
     """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
     success_bonus: float = 10.0

@@ -35,7 +35,8 @@ import numpy as np
 from agents import adapters, checkpoints, networks
 from agents import learner as lrn
 from agents.build import build, build_host_driver
-from agents.video import record_video, write_video
+from agents.video import record_video
+from envs.video import write_video
 
 ConfigError = adapters.ConfigError
 

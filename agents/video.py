@@ -1,11 +1,8 @@
 """Episode videos of a policy on the embedded world: `record_video` rolls one env with the policy
-inside one jitted `lax.scan`; `write_video` is agents' one MP4 writer (the training loop's
-periodic videos and `agents.evaluate`'s sample episodes both call it)."""
+inside one jitted `lax.scan`; the frames go to the project's one writer, `envs.video.write_video`
+(the training loop's periodic videos and `agents.evaluate`'s sample episodes both use it)."""
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -46,27 +43,3 @@ def record_video(built, params, key, steps: int) -> np.ndarray | None:
         return frames
 
     return np.asarray(run(params, L.consts, key))
-
-
-def write_video(frames: np.ndarray, path: str | os.PathLike, fps: int = 20) -> Path:
-    """Write uint8 ``[T, H, W, 3]`` frames as an H.264 MP4 (MPEG-4 Part 2 if x264 is missing)."""
-    import av
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frames = np.asarray(frames, np.uint8)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise ValueError(f"frames must be uint8 [T, H, W, 3], got shape {frames.shape}")
-    # yuv420p needs even sizes; crop a trailing row/column rather than rescale.
-    height, width = frames.shape[1] // 2 * 2, frames.shape[2] // 2 * 2
-    codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
-    with av.open(str(path), mode="w") as container:
-        stream = container.add_stream(codec, rate=fps)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for frame in frames:
-            packet_frame = av.VideoFrame.from_ndarray(
-                np.ascontiguousarray(frame[:height, :width]), format="rgb24"
-            )
-            container.mux(stream.encode(packet_frame))
-        container.mux(stream.encode())
-    return path

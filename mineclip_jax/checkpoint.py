@@ -210,6 +210,23 @@ def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
     )
 
 
+def checkpoint_image_size(path_or_name: str | os.PathLike) -> tuple[int, int]:
+    """The (H, W) frames a checkpoint's model takes, read without loading its weights: a shipped
+    name or a native directory from its config.json, a released .pth/.npz the official 160x256.
+    Lets an env be built at the model's frame size before the model is loaded."""
+    name = str(path_or_name)
+    if name in SHIPPED and not os.path.exists(name):
+        directory = shipped_path(name)
+    else:
+        directory = Path(name).expanduser()
+        if not directory.exists():
+            raise FileNotFoundError(f"no checkpoint at {directory}; expected {EXPECTED_INPUTS}")
+        if not directory.is_dir():
+            return tuple(MineCLIPConfig().image_size)
+    meta = json.loads((directory / CONFIG_FILE).read_text())
+    return tuple(MineCLIPConfig.from_dict(meta["config"]).image_size)
+
+
 def load_checkpoint(
     path_or_state_dict: str | os.PathLike | Mapping[str, Any],
     config: MineCLIPConfig | None = None,

@@ -111,15 +111,15 @@ def test_read_human_labels(tmp_path):
 class FirstFeatureReward:
     """Stands in for MineCLIPReward: the step reward is the first feature of each frame."""
 
-    def __init__(self, handle, goal, kind="direct"):
-        self.goal = goal
+    def __init__(self, handle, goal, negatives=None, kind="direct"):
+        self.goal, self.negatives = goal, negatives
 
     def trajectory_rewards(self, frame_features, goal_index=None):
         rewards = np.asarray(frame_features)[..., 0]
         return rewards, rewards
 
 
-def test_creative_judge_thresholds_and_scores_f1(monkeypatch):
+def test_creative_judge_uses_the_calibrated_threshold_and_scores_f1(monkeypatch):
     import mineclip_jax.reward
     from agents.evaluate import CreativeJudge, EpisodeRecord
 
@@ -130,7 +130,9 @@ def test_creative_judge_thresholds_and_scores_f1(monkeypatch):
             0, False, 0.0, length, features=np.full((length, 4), level, np.float32)
         )
 
-    # mean scores 0.9, 0.1, 0.8, 0.2, 0.85 -> k-means splits {0.1, 0.2} | {0.8, 0.85, 0.9}
+    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+    calibration = {"find an ocean": {"delta": 0.5, "negatives": ["dig a hole"]}}
+    # mean scores 0.9, 0.1, 0.8, 0.2, 0.85 against the stored delta 0.5
     records = [record(0.9, 3), record(0.1, 5), record(0.8, 2), record(0.2, 4), record(0.85, 1)]
     labels = {
         ("creative:2", 0): True,
@@ -138,15 +140,48 @@ def test_creative_judge_thresholds_and_scores_f1(monkeypatch):
         ("creative:2", 2): False,
         ("creative:2", 3): False,
     }
-    judge = CreativeJudge(handle=None, labels=labels)
-    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+    judge = CreativeJudge(handle=None, labels=labels, calibration=calibration)
     success, f1 = judge.judge(spec, records)
     assert list(success) == [True, False, True, False, True]
     # labelled episodes 0-3: predicted T F T F vs truth T F F F -> precision 1/2, recall 1 -> F1 2/3
     assert f1 == pytest.approx(2 / 3)
-    assert CreativeJudge(handle=None).judge(spec, records)[1] is None
-    with pytest.raises(ValueError, match="at least 2"):
-        judge.judge(spec, records[:1])
+    assert CreativeJudge(handle=None, calibration=calibration).judge(spec, records)[1] is None
+
+    # A policy that never gets near the goal: all below delta, so no success at all (a k-means
+    # fitted on these episodes themselves would have called the upper half successes).
+    failures = [record(x, 4) for x in (0.10, 0.12, 0.30, 0.32)]
+    assert not judge.judge(spec, failures)[0].any()
+    # ... and a perfect policy is judged 100% successful, even a single episode.
+    assert judge.judge(spec, [record(0.7, 3), record(0.95, 2)])[0].all()
+    assert judge.judge(spec, [record(0.7, 3)])[0].tolist() == [True]
+    # A hand-given threshold overrides the calibration.
+    manual = CreativeJudge(handle=None, calibration=calibration, threshold=0.86)
+    assert list(manual.judge(spec, records)[0]) == [True, False, False, False, False]
+
+
+def test_creative_judge_without_a_calibration_says_how_to_get_one():
+    from agents.evaluate import CreativeJudge, EpisodeRecord
+
+    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+    rec = EpisodeRecord(0, False, 0.0, 2, features=np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match="no calibrated judge threshold.*--creative-threshold"):
+        CreativeJudge(handle=None, calibration={"dig a hole": {"delta": 0.1}}).judge(spec, [rec])
+
+
+def test_shipped_mini_judge_loads_its_calibration():
+    from agents.evaluate import CreativeJudge
+    from mineclip_jax import evaluator
+
+    judge = CreativeJudge.load("mini")
+    for prompt in (
+        "find a nether portal",
+        "find an ocean",
+        "dig a hole",
+        "put carpets on the floor",
+    ):
+        assert judge.calibration[prompt]["delta"] == evaluator.calibrated_threshold(
+            judge.handle, prompt
+        )
 
 
 def test_ppo_policy_feeds_back_previous_actions():
