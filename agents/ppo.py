@@ -172,12 +172,14 @@ class PPOConfig:
     """steps per video"""
     progress: bool = True
     """show the console progress bar"""
+    time_limit_min: float = 0.0
+    """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
     compile_cache: str = "~/.cache/mineclip_jax/xla"
     """persistent XLA compilation cache directory, reused by later runs ('' disables)"""
 
 
 RESUME_OVERRIDES = ("total_steps", "progress", "log_every", "checkpoint_every", "video_every",
-                    "video_length", "compile_cache")  # fmt: skip
+                    "video_length", "compile_cache", "time_limit_min")  # fmt: skip
 """Flags a `--resume` may change: the budget and logging; everything else is the saved run's."""
 
 PAPER_PRESET = dict(smooth_coef=0.01, action_prior="uniform", agent_size="paper",

@@ -192,6 +192,22 @@ def restore_intact(out: RunOutput, like: lrn.Runner, shardings, stage: int) -> l
 
 
 # ----------------------------------------------------------------------------- the loop
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """When a run stops before its budget: after `updates` updates of a stage (tests of exact
+    resumption, as if killed) or at the monotonic-clock `deadline` (--time-limit-min). Either way
+    the update it stops after is checkpointed and the summary is marked "stopped"."""
+
+    updates: int | None = None
+    deadline: float | None = None
+
+    def timed_out(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def now(self, done_updates: int) -> bool:
+        return (self.updates is not None and done_updates >= self.updates) or self.timed_out()
+
+
 def train(cfg, *, stop_after_updates: int | None = None) -> dict:
     """Train (or, with `cfg.resume`, continue) a run; returns the final summary with the runner
     (`"runner"`; seed-stacked with K seeds, whose summaries are under `"seeds"`).
@@ -215,15 +231,21 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
         start_stage, global_updates = int(meta["stage"]), int(meta.get("base_updates", 0))
     summary, runner, carried, trained = {}, None, None, False
     hp = lrn.HyperParams.from_config(cfg)
+    limit_min = cfg.time_limit_min
+    stop = Stop(stop_after_updates, time.monotonic() + 60 * limit_min if limit_min > 0 else None)
     run_stage = _anakin_stage if cfg.backend == "jax" else _host_stage
     try:
         for stage in range(start_stage, len(stages)):
             restore = cfg.resume and runner is None
-            summary = run_stage(cfg, hp, stages, stage, outs, stop_after_updates, global_updates,
+            summary = run_stage(cfg, hp, stages, stage, outs, stop, global_updates,
                                 restore=restore, carried=carried)  # fmt: skip
             runner = summary.pop("runner")
             trained |= summary.pop("trained")
             if summary.get("stopped"):
+                if stop.timed_out():
+                    print(f"--time-limit-min {limit_min:g} reached after update "
+                          f"{summary.get('update')}: checkpoint saved; continue with --resume "
+                          f"--out {cfg.out}")  # fmt: skip
                 break
             global_updates = summary["updates_total"]
             carried = (jax.device_get(runner.si_buffer), jax.device_get(runner.params),
@@ -433,7 +455,7 @@ def _train_stage(cfg, iterate, runner, num_updates, task_names, video, outs, sta
                 t_last, u_last = now, done_updates
             bar.update(1)
             last = done_updates == num_updates
-            stopping = stop_after is not None and done_updates >= stop_after
+            stopping = stop_after.now(done_updates)
             if done_updates % cfg.checkpoint_every == 0 or last or stopping:
                 for i, out in enumerate(outs):
                     r = _slice(runner, i) if seeded else runner

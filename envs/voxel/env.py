@@ -48,7 +48,7 @@ from envs.voxel.inventory import (
     use,
 )
 from envs.voxel.mobs import attack_mob, new_mobs, update_mobs
-from envs.voxel.observation import craft_mask, observe, render_assets, render_state, scene
+from envs.voxel.observation import craft_mask, observe, render_state, scene
 from envs.voxel.params import (
     NUM_RAW_SLOTS,
     TARGET_ENTITY,
@@ -402,14 +402,6 @@ def step_autoreset_batch(keys, states, actions, params: VoxelParams, static: Vox
     obs, states = jax.lax.cond(jnp.any(done), do_reset, lambda a: a, (obs, states))
     return obs, states, rew, term, trunc, info, final_obs
 
-
-# Names this module had before the split; other packages still use them (they move to the public
-# names in envs.voxel.physics / .observation, and then these aliases go).
-_cell_value = cell_value
-_ray_mobs = ray_mobs
-_SOLID = SOLID
-_LIQUID = LIQUID
-_render_assets = render_assets
 
 __all__ = [
     "EYE_HEIGHT",

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from envs import spaces
 from envs.voxel import env as E
+from envs.voxel import physics
 
 MODE_ATTACK, MODE_USE, MODE_GOTO, MODE_DIG, MODE_PLACE = range(5)
 BEHAVIOUR_ORACLE, BEHAVIOUR_CIRCLE, BEHAVIOUR_WANDER, BEHAVIOUR_RANDOM = range(4)
@@ -96,9 +97,11 @@ def oracle_action(state, params, mode):
     r = jnp.deg2rad(p.yaw)
     ahead = p.pos + jnp.array([-jnp.sin(r), 0.0, jnp.cos(r)]) * 0.8
     ahead_cell = jnp.floor(ahead + jnp.array([0.0, 0.1, 0.0])).astype(jnp.int32)
-    blocked = E._SOLID[E._cell_value(state.blocks, ahead_cell)]
-    in_water = E._LIQUID[
-        E._cell_value(state.blocks, jnp.floor(p.pos + jnp.array([0.0, 0.4, 0.0])).astype(jnp.int32))
+    blocked = physics.SOLID[physics.cell_value(state.blocks, ahead_cell)]
+    in_water = physics.LIQUID[
+        physics.cell_value(
+            state.blocks, jnp.floor(p.pos + jnp.array([0.0, 0.4, 0.0])).astype(jnp.int32)
+        )
     ]
     near = dist_h < jnp.where(mode == MODE_GOTO, 0.3, 1.8)
     facing = jnp.abs((want_yaw - p.yaw + 180.0) % 360.0 - 180.0) < 30.0
@@ -106,7 +109,7 @@ def oracle_action(state, params, mode):
     jump = walk & (blocked | in_water)
     # Act when the target mob is under the crosshair.
     look = E.look_vector(p.yaw, p.pitch)
-    hit, idx, _ = E._ray_mobs(state.mobs, eye, look, params.attack_reach)
+    hit, idx, _ = physics.ray_mobs(state.mobs, eye, look, params.attack_reach)
     hit = hit & params.target_entity[state.mobs.mob_type[idx]]
     fn = jnp.select(
         [
@@ -152,7 +155,8 @@ def _blocked_ahead(state):
     cell = jnp.floor(ahead + jnp.array([0.0, 0.1, 0.0])).astype(jnp.int32)
     feet = jnp.floor(p.pos + jnp.array([0.0, 0.4, 0.0])).astype(jnp.int32)
     return (
-        E._SOLID[E._cell_value(state.blocks, cell)] | E._LIQUID[E._cell_value(state.blocks, feet)]
+        physics.SOLID[physics.cell_value(state.blocks, cell)]
+        | physics.LIQUID[physics.cell_value(state.blocks, feet)]
     )
 
 

@@ -150,3 +150,20 @@ def test_truncated_config_gives_one_readable_error(tmp_path):
         ppo.train(dataclasses.replace(cfg, resume=True))
     with pytest.raises(ValueError, match="config.json is damaged"):
         checkpoints.load_policy(tmp_path / "r")
+
+
+def test_time_limit_stops_at_a_checkpoint_and_resume_finishes_the_same_run(tmp_path, capsys):
+    cfg = dataclasses.replace(TINY, out=str(tmp_path / "r"), checkpoint_every=100)
+    full = ppo.train(dataclasses.replace(cfg, out=str(tmp_path / "full")))
+    # A limit already spent: the run stops after its first update, saved although the checkpoint
+    # cadence (100) would not have saved it.
+    stopped = ppo.train(dataclasses.replace(cfg, time_limit_min=1e-9))
+    assert "--time-limit-min 1e-09 reached after update 1" in capsys.readouterr().out
+    assert stopped["stopped"] and stopped["update"] == 1
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["stopped"] is True
+    assert checkpoints.ckpt_manager(tmp_path / "r").all_steps() == [1]
+    resumed = ppo.train(dataclasses.replace(cfg, resume=True, time_limit_min=60.0))
+    assert "overriding --time-limit-min" in capsys.readouterr().out
+    assert resumed["update"] == 4 and "stopped" not in resumed
+    assert [r["update"] for r in _rows(tmp_path / "r")] == [1, 2, 3, 4]
+    _leaves_equal(full["runner"].params, resumed["runner"].params, exact=True)
