@@ -90,7 +90,7 @@ def validate_tasks(cfg, stages) -> None:
     from mineclip_jax.checkpoint import SHIPPED
 
     if cfg.reward == "mineclip" and not cfg.mineclip_ckpt:
-        raise ConfigError("--reward mineclip needs --mineclip-ckpt (mini: the shipped model; or "
+        raise ConfigError("--reward mineclip needs --mineclip-ckpt PATH (mini: the shipped model; or "
                           "attn.pth, avg.pth, a native checkpoint dir); without one use --reward "
                           "manual or sparse")  # fmt: skip
     if (
@@ -116,6 +116,12 @@ def validate_tasks(cfg, stages) -> None:
 
 def validate_backend(cfg, stages) -> None:
     """ConfigError for what the chosen backend cannot run (before any env is built)."""
+    if cfg.distributed and cfg.backend != "jax":
+        raise ConfigError(
+            f"--distributed trains on --backend jax (one global program over every host's "
+            f"devices); --backend {cfg.backend} steps its simulators on one host: drop "
+            "--distributed, or use --backend jax"
+        )
     target_features_on = uses_target_features(cfg)
     if cfg.backend == "jax":
         if target_features_on and any(t == "cartpole" for s in stages for t in s):

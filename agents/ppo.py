@@ -4,17 +4,14 @@
     python -m agents.ppo --task "hunt a cow" --reward sparse --total-steps 200000 --out runs/sparse
     python -m agents.ppo --task "milk a cow,hunt a cow" --num-envs 8      # multi-task (per-env prompts)
     python -m agents.ppo --task animal_zoo --stages "milk a cow,hunt a cow;shear a sheep,hunt a sheep"
-    python -m agents.ppo --reward mineclip --mineclip-ckpt attn.pth       # the paper's setup
-    python -m agents.ppo --preset paper --reward mineclip --mineclip-ckpt attn.pth  # + its recipe
+    python -m agents.ppo --preset paper --reward mineclip --mineclip-ckpt mini  # the paper's method
     python -m agents.ppo --task cartpole --total-steps 524288 --seeds 3   # 3 seeds, one program
     python -m agents.ppo --out runs/hunt_cow --resume                     # continue a run exactly
-    python -m agents.ppo --backend process --num-envs 4                   # host-stepped (bridge)
     python -m agents.ppo --backend minedojo --task harvest_milk_with_empty_bucket_and_cow \
         --minedojo-jar MalmoMod-0.37.0-fat.jar                           # MineDojo's Java simulator
 
-The CLI alone: typed config, validation, `main`; below it (never importing it) the loop
-`agents.train`, the parts `agents.build` builds, `agents.checkpoints` (`load_policy`); see
-docs/interfaces.md. `--resume` may change only the budget and logging flags (docs/agents.md).
+The CLI alone (config, validation, `main`) over `agents.train`, `agents.build`, `agents.checkpoints`,
+none importing it (docs/interfaces.md); `--distributed`: docs/cluster.md; `--resume`: docs/agents.md.
 """
 
 from __future__ import annotations
@@ -31,10 +28,11 @@ from agents import checkpoints
 from agents import train as loop
 from agents.adapters import ConfigError, task_specs
 from agents.checkpoints import CONFIG_FILE
+from mineclip_jax.distributed import DistributedConfig, DistributedError, initialize
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(DistributedConfig):
     """PPO + self-imitation for MineDojo tasks (paper Sec. 4.2, App. F-G).
 
     Run: python -m agents.ppo --task "hunt a cow" --reward manual --out runs/hunt_cow
@@ -178,13 +176,14 @@ class PPOConfig:
     """persistent XLA compilation cache directory, reused by later runs ('' disables)"""
 
 
+# Flags a `--resume` may change (budget, logging, a process's address); the rest is the saved run's.
 RESUME_OVERRIDES = ("total_steps", "progress", "log_every", "checkpoint_every", "video_every",
-                    "video_length", "compile_cache", "time_limit_min")  # fmt: skip
-"""Flags a `--resume` may change: the budget and logging; everything else is the saved run's."""
+                    "video_length", "compile_cache", "time_limit_min", "coordinator", "process_id",
+                    "init_timeout_s")  # fmt: skip
 
+# `--preset paper` (the paper's Table A.4 is lost, so the smoothing weight is ours; docs/agents.md)
 PAPER_PRESET = dict(smooth_coef=0.01, action_prior="uniform", agent_size="paper",
                     max_episode_steps=None)  # fmt: skip
-"""`--preset paper` (the paper's Table A.4 is lost, so the smoothing weight is ours; docs/agents.md)."""
 
 MAX_SEED = 2**31 - 1
 
@@ -284,8 +283,9 @@ def main(argv=None) -> None:
 
     cfg = tyro.cli(PPOConfig, args=argv)
     try:
+        initialize(cfg)  # --distributed: join the other processes before JAX computes anything
         s = train(cfg)
-    except ConfigError as e:
+    except (ConfigError, DistributedError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     keys = ("env_steps", "episodic_return", "success_rate", "sps")

@@ -216,14 +216,19 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
     enable_compile_cache(cfg.compile_cache)
     run_dir = Path(cfg.out).expanduser()
     run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoints.write_json(run_dir / checkpoints.CONFIG_FILE, checkpoints.config_to_json(cfg))
+    _check_process_count(cfg, run_dir)
+    if _is_main():
+        saved = {**checkpoints.config_to_json(cfg), "process_count": jax.process_count()}
+        checkpoints.write_json(run_dir / checkpoints.CONFIG_FILE, saved)
     stages = adapters.stage_tasks(cfg.task, cfg.stages)
     outs = []
     for seed, d in seed_dirs(cfg):
         if d != run_dir:
             d.mkdir(parents=True, exist_ok=True)
             scfg = _seed_config(cfg, seed, d)
-            checkpoints.write_json(d / checkpoints.CONFIG_FILE, checkpoints.config_to_json(scfg))
+            if _is_main():
+                saved = {**checkpoints.config_to_json(scfg), "process_count": jax.process_count()}
+                checkpoints.write_json(d / checkpoints.CONFIG_FILE, saved)
         outs.append(RunOutput(seed, d, checkpoints.ckpt_manager(d)))
     start_stage, global_updates = 0, 0
     if cfg.resume:
@@ -259,6 +264,8 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
         old = run_dir / "summary.json"
         return {**(json.loads(old.read_text()) if old.exists() else {}), "runner": runner}
     per_seed = summary.pop("seeds", None)
+    if not _is_main():  # process 0 writes the summaries
+        return {**summary, "runner": runner}
     if per_seed is None:
         checkpoints.write_json(run_dir / "summary.json", summary)
         return {**summary, "runner": runner}
@@ -351,6 +358,9 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
     def video(params, key):
         return record_video(built, params, key, cfg.video_length)
 
+    if jax.process_count() > 1:  # the replayed episode would span the hosts' devices
+        video = None
+
     return _train_stage(cfg, iterate, runner, L.num_updates, built.env.task_names, video, outs,
                         stage, stop_after, base)  # fmt: skip
 
@@ -384,9 +394,48 @@ def _host_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carr
         vec.close()
 
 
+class _NoLogs:
+    """The logs of a process other than 0 under --distributed: metrics are global means, so
+    process 0's logs are the run's."""
+
+    def add_scalar(self, *args, **kwargs) -> None:
+        pass
+
+    def write(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _is_main() -> bool:
+    return jax.process_index() == 0
+
+
+def _check_process_count(cfg, run_dir: Path) -> None:
+    """A resumed run continues with the process count it was saved with (each process restores
+    its own shards of the checkpoint)."""
+    path = run_dir / checkpoints.CONFIG_FILE
+    if not cfg.resume or not path.exists():
+        return
+    saved = json.loads(path.read_text()).get("process_count", 1)
+    if saved != jax.process_count():
+        raise ConfigError(
+            f"--resume: {str(run_dir)!r} was trained by {saved} process(es), this run has "
+            f"{jax.process_count()}; resume it with --num-processes {saved} (the same hosts)"
+        )
+
+
 def _open_logs(out: RunOutput, restored: int | None, steps_per_update: int) -> None:
     """Open a seed's metrics file and TensorBoard writer; when resuming from global update
-    `restored`, first drop what was logged after it (a kill between a log and a checkpoint)."""
+    `restored`, first drop what was logged after it (a kill between a log and a checkpoint).
+    Under --distributed only process 0 logs."""
+    if not _is_main():
+        out.writer = out.metrics = _NoLogs()
+        return
     purge = None
     if restored is not None:
         dropped = drop_rows_after(out.run_dir, restored)

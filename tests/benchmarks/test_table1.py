@@ -1,0 +1,75 @@
+"""benchmarks.table1: the report against hand-computed numbers, and the whole pipeline (train with
+the shipped MineCLIP-mini reward, evaluate, report) in its smoke mode."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import table1
+from envs.tasks.evaluation import wilson_interval
+
+TASKS = ("milk a cow", "hunt a cow", "shear a sheep")
+SUCCESSES = {  # out of 100 episodes
+    "mineclip": (30, 12, 25),
+    "manual": (28, 20, 10),
+    "sparse": (5, 2, 1),
+}
+
+
+def _write_result(out, successes, episodes=100):
+    (out / "eval").mkdir(parents=True)
+    low, high = wilson_interval(successes, episodes)
+    with open(out / "eval" / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["episodes", "successes", "success_rate", "ci95_low",
+                                          "ci95_high"])  # fmt: skip
+        w.writeheader()
+        w.writerow({"episodes": episodes, "successes": successes,
+                    "success_rate": successes / episodes, "ci95_low": low, "ci95_high": high})  # fmt: skip
+
+
+def test_report_table_t_test_and_goal_check(tmp_path):
+    args = table1.Args(tasks=TASKS, runs_dir=str(tmp_path / "runs"),
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for reward, succ in SUCCESSES.items():
+        for task, s in zip(TASKS, succ, strict=True):
+            _write_result(table1.run_dir(args, task, reward, 0), s)
+    numbers = table1.report(args)
+
+    low, high = wilson_interval(12, 100)
+    text = (tmp_path / "t.md").read_text()
+    assert f"| hunt a cow | 12.0% [{100 * low:.1f}, {100 * high:.1f}] |" in text
+    # paired t over tasks, by hand: d = (0.02, -0.08, 0.15)
+    d = np.array([0.02, -0.08, 0.15])
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(3))
+    assert numbers["t-test mineclip vs manual"]["t"] == pytest.approx(t)
+    assert numbers["t-test mineclip vs manual"]["tasks"] == 3
+    # MineCLIP >= manual's lower bound: milk (0.30 >= low(28)), shear (0.25 >= low(10)); not hunt
+    assert wilson_interval(20, 100)[0] > 0.12
+    assert numbers["goal"] == {"at_or_above_manual_low": 2, "above_sparse": 3}
+    assert "on 2 of 3 tasks" in text
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_smoke_pipeline_trains_with_the_mini_reward_evaluates_and_reports(tmp_path):
+    args = table1.Args(
+        tasks=("hunt a cow",), rewards=("mineclip",), smoke=True, runs_dir=str(tmp_path / "runs"),
+        markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"),
+    )  # fmt: skip
+    numbers = table1.main(args)
+    out = table1.run_dir(args, "hunt a cow", "mineclip", 0)
+    config = json.loads((out / "config.json").read_text())
+    assert config["reward"] == "mineclip" and config["mineclip_ckpt"] == "mini"
+    assert json.loads((out / "summary.json").read_text())["env_steps"] == 512
+    result = table1.read_result(out)
+    assert result["episodes"] == 4
+    cell = numbers["table"]["hunt a cow / mineclip"]
+    assert (cell["episodes"], cell["successes"]) == (result["episodes"], result["successes"])
+    for k in ("rate", "low", "high"):
+        assert cell[k] == pytest.approx(result[k], abs=1e-6)
+    # a finished run is not trained again, and its evaluation is reused
+    mtime = (out / "eval" / "results.csv").stat().st_mtime
+    assert table1.train(args) is True
+    table1.evaluate(args)
+    assert (out / "eval" / "results.csv").stat().st_mtime == mtime
