@@ -301,11 +301,17 @@ def plot_curves(args: Args) -> None:
     plt.close(fig)
 
 
+def resolved(args: Args) -> Args:
+    """`args` with --smoke's tiny budget applied (what every step of a smoke run uses)."""
+    if not args.smoke:
+        return args
+    return dataclasses.replace(args, total_steps=min(args.total_steps, 512),
+                               num_envs=min(args.num_envs, 4),
+                               episodes=min(args.episodes, 4))  # fmt: skip
+
+
 def main(args: Args) -> dict | None:
-    if args.smoke:
-        args = dataclasses.replace(args, total_steps=min(args.total_steps, 512),
-                                   num_envs=min(args.num_envs, 4),
-                                   episodes=min(args.episodes, 4))  # fmt: skip
+    args = resolved(args)
     if "train" in args.steps and not train(args):
         return None
     if "evaluate" in args.steps:

@@ -58,6 +58,7 @@ def test_smoke_pipeline_trains_with_the_mini_reward_evaluates_and_reports(tmp_pa
         markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"),
     )  # fmt: skip
     numbers = table1.main(args)
+    args = table1.resolved(args)
     out = table1.run_dir(args, "hunt a cow", "mineclip", 0)
     config = json.loads((out / "config.json").read_text())
     assert config["reward"] == "mineclip" and config["mineclip_ckpt"] == "mini"
