@@ -6,8 +6,10 @@
     python -m benchmarks.table1 --tasks "hunt a cow" --rewards manual sparse   # one pair
 
 Every run uses the same network, seed, PPO + SI settings and env-step budget; only `--reward`
-differs (`mineclip` uses the checkpoint twice, as the paper does: frozen frame features as the
-policy's image input and the Direct reward over the 16-frame window). Each run is its own
+differs. As in the paper ("policy networks of all methods share the same architecture"), every
+run's policy sees the frozen MineCLIP frame features as its image input (`--mineclip-ckpt`, no
+trainable CNN); `--reward mineclip` also takes the Direct reward over the 16-frame window from the
+same per-frame features. `--no-shared-features` gives manual and sparse the trainable CNN instead. Each run is its own
 `python -m agents.ppo` process writing to `runs_dir/<task>/<reward>/seed<k>`; a stopped run is
 resumed from its checkpoint, a finished one is skipped. Each final policy is evaluated with
 `python -m agents.evaluate` (`--episodes` episodes, Wilson 95% intervals). The report is a
@@ -52,7 +54,9 @@ class Args:
     num_envs: int = 16
     """parallel envs per run"""
     mineclip_ckpt: str = "mini"
-    """MineCLIP checkpoint of the mineclip runs (a name, a native dir or attn.pth)"""
+    """MineCLIP checkpoint (a shipped name, a native dir or attn.pth): the reward of the mineclip runs and the image features of every run"""
+    shared_features: bool = True
+    """every reward's policy sees the frozen MineCLIP features (the paper's shared architecture); off: manual and sparse train a CNN on the frames"""
     action_repeat: int = 4
     """game ticks per env step (the paper's 500-tick episodes are 125 steps)"""
     episode_ticks: int = 500
@@ -96,7 +100,7 @@ def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
         "--privileged-critic" if args.privileged_critic else "--no-privileged-critic",
         "--out", str(run_dir(args, task, reward, seed)),
     ]  # fmt: skip
-    if reward == "mineclip":
+    if reward == "mineclip" or args.shared_features:
         flags += ["--mineclip-ckpt", args.mineclip_ckpt]
     return flags + list(args.extra)
 

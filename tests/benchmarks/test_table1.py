@@ -74,3 +74,15 @@ def test_smoke_pipeline_trains_with_the_mini_reward_evaluates_and_reports(tmp_pa
     assert table1.train(args) is True
     table1.evaluate(args)
     assert (out / "eval" / "results.csv").stat().st_mtime == mtime
+
+
+def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise():
+    args = table1.Args()
+    flags = {rw: table1.ppo_flags(args, "hunt a cow", rw, 0) for rw in ("mineclip", "manual")}
+    for rw, f in flags.items():
+        assert f[f.index("--mineclip-ckpt") + 1] == "mini" and f[f.index("--reward") + 1] == rw
+    # the runs differ in --reward (and their --out) only
+    differ = [(a, b) for a, b in zip(flags["mineclip"], flags["manual"], strict=True) if a != b]
+    assert differ[0] == ("mineclip", "manual") and len(differ) == 2
+    cnn = table1.ppo_flags(table1.Args(shared_features=False), "hunt a cow", "manual", 0)
+    assert "--mineclip-ckpt" not in cnn
