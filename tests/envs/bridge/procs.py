@@ -42,3 +42,15 @@ def wait_all_dead(pids, timeout_s: float) -> list[int]:
         time.sleep(0.05)
         alive = [p for p in alive if is_alive(p)]
     return alive
+
+
+def wait_exited(pid: int, timeout_s: float) -> bool:
+    """Poll until our child ``pid`` has fully exited (reapable), without reaping it: True if it
+    has within ``timeout_s``. A killed multi-threaded process shows as a zombie in /proc while
+    its other threads are still being torn down; only then can its parent collect it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+            return True
+        time.sleep(0.01)
+    return False
