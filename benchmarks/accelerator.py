@@ -132,11 +132,14 @@ def mineclip_frames_per_s(device, batch: int, dtype: str, tiny: bool, repeats: i
     return batch / best, first
 
 
-def ppo_steps_per_s(num_envs: int, tiny: bool, updates: int = 3) -> tuple[float, float]:
+def ppo_steps_per_s(
+    num_envs: int, tiny: bool, updates: int = 3, task: str = TASK, **flags
+) -> tuple[float, float]:
     """PPO + SI env steps/s including learning on hunt a cow at the main job's defaults (image
     size, network, SI cadence), on the default backend's devices, through the learner the
     training loop uses (`agents.build`): one rollout+update program per iteration, an SI phase
-    every `si_every` iterations. Returns (steps/s, compile + first-iteration seconds)."""
+    every `si_every` iterations; `flags` are further `agents.ppo.PPOConfig` fields. Returns
+    (steps/s, compile + first-iteration seconds)."""
     from agents import learner as lrn
     from agents import ppo
     from agents.build import build
@@ -144,10 +147,10 @@ def ppo_steps_per_s(num_envs: int, tiny: bool, updates: int = 3) -> tuple[float,
     # --tiny: a smoke run (cheap to compile), not a figure.
     size = dict(num_steps=8, image_size=(16, 24), world_size=16, world_pool=2, cnn="nature",
                 update_epochs=1, num_minibatches=1, si_every=1, si_steps=1) if tiny else {}  # fmt: skip
-    cfg = ppo.PPOConfig(task=TASK, num_envs=num_envs, progress=False, **size)
+    cfg = ppo.PPOConfig(task=task, num_envs=num_envs, progress=False, **{**size, **flags})
     cfg = dataclasses.replace(cfg, total_steps=cfg.num_envs * cfg.num_steps * (updates + 1))
     ppo.validate(cfg)
-    L = build(cfg, (TASK,)).learner
+    L = build(cfg, (task,)).learner
     hp = lrn.HyperParams.from_config(cfg)
 
     def one(runner, update):
