@@ -49,8 +49,8 @@ class Args:
     """training rewards compared (one column each)"""
     seeds: tuple[int, ...] = (0,)
     """seeds per (task, reward); the paper uses three"""
-    total_steps: int = 500_000
-    """env steps per run (the same budget for every run)"""
+    total_steps: int = 512_000
+    """env steps per run (the same budget for every run; a whole number of num_envs x 64-step updates)"""
     num_envs: int = 16
     """parallel envs per run"""
     mineclip_ckpt: str = "mini"
@@ -85,10 +85,28 @@ def run_dir(args: Args, task: str, reward: str, seed: int) -> Path:
     return Path(args.runs_dir) / task.replace(" ", "_") / reward / f"seed{seed}"
 
 
+def rollout_steps(args: Args) -> int:
+    """Env steps per env and update of every run."""
+    return 16 if args.smoke else 64
+
+
+def validate(args: Args) -> None:
+    """Checks the budget before any run starts (agents.ppo would refuse it only once launched)."""
+    per_update = args.num_envs * rollout_steps(args)
+    if args.total_steps <= 0 or args.total_steps % per_update:
+        lo = max(args.total_steps // per_update, 1) * per_update
+        raise SystemExit(
+            f"error: --total-steps {args.total_steps} is not a positive whole number of updates of "
+            f"--num-envs {args.num_envs} x {rollout_steps(args)} steps = {per_update} env steps; "
+            f"pass --total-steps {lo} or {lo + per_update}"
+        )
+
+
 def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
     """The `agents.ppo` command line of one run; only --reward (and its checkpoint) varies."""
     steps_per_episode = args.episode_ticks // args.action_repeat
-    num_steps, world, pool = ("16", "16", "2") if args.smoke else ("64", "32", "4")
+    num_steps = str(rollout_steps(args))
+    world, pool = ("16", "2") if args.smoke else ("32", "4")
     flags = [
         "--task", task, "--reward", reward, "--seed", str(seed),
         "--total-steps", str(args.total_steps), "--num-envs", str(args.num_envs),
@@ -316,6 +334,7 @@ def resolved(args: Args) -> Args:
 
 def main(args: Args) -> dict | None:
     args = resolved(args)
+    validate(args)
     if "train" in args.steps and not train(args):
         return None
     if "evaluate" in args.steps:

@@ -86,3 +86,21 @@ def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise(
     assert differ[0] == ("mineclip", "manual") and len(differ) == 2
     cnn = table1.ppo_flags(table1.Args(shared_features=False), "hunt a cow", "manual", 0)
     assert "--mineclip-ckpt" not in cnn
+
+
+def test_the_default_budget_is_whole_updates_and_a_bad_one_is_refused_before_any_run(tmp_path):
+    """The default budget must be what every `agents.ppo` run accepts; a budget that is not a whole
+    number of updates is refused up front with both valid neighbours named (not after the first
+    run has been launched)."""
+    args = table1.Args(runs_dir=str(tmp_path / "runs"))
+    table1.validate(args)  # the default budget
+    flags = table1.ppo_flags(args, "hunt a cow", "manual", 0)
+    total = int(flags[flags.index("--total-steps") + 1])
+    per_update = int(flags[flags.index("--num-envs") + 1]) * int(
+        flags[flags.index("--num-steps") + 1]
+    )
+    assert total % per_update == 0
+    bad = table1.Args(runs_dir=str(tmp_path / "runs"), total_steps=500_000)
+    with pytest.raises(SystemExit, match="--total-steps 499712 or 500736"):
+        table1.main(bad)
+    assert not (tmp_path / "runs").exists()
