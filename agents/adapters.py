@@ -291,6 +291,7 @@ def cartpole_env(cfg) -> lrn.JaxEnv:
     return lrn.JaxEnv(
         reset=testing.reset,
         step=testing.step_autoreset,
+        step_no_reset=testing.step,
         params=params,
         static=testing.CartPoleStatic(),
         action_dims=testing.ACTION_DIMS,
@@ -347,13 +348,15 @@ def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.
         def reward_fn(r, info):
             return bonus * info["success"].astype(jnp.float32)
 
-    reset, step = voxel.reset, voxel.step_autoreset
+    reset, step, step_no_reset = voxel.reset, voxel.step_autoreset, voxel.step
     if uses_target_features(cfg):
+        step_no_reset = _with_target_features(reset, step_no_reset)[1]
         reset, step = _with_target_features(reset, step)
 
     return lrn.JaxEnv(
         reset=reset,
         step=step,
+        step_no_reset=step_no_reset,
         params=params,
         static=static,
         action_dims=dims,

@@ -20,7 +20,8 @@ from agents import learner as lrn
 from agents.mineclip_hooks import host_mineclip_hooks, mineclip_hooks
 
 RUN_FIELDS = ("task", "stages", "out", "resume", "progress", "log_every", "checkpoint_every",
-              "video_every", "video_length", "compile_cache", "seeds", "preset")  # fmt: skip
+              "video_every", "video_length", "compile_cache", "seeds", "preset",
+              "final_eval_episodes")  # fmt: skip
 """Config fields that never change what is built (run directory, logging, the task list, which
 `build` takes separately, and the number of seeds, which stacks identical runs)."""
 

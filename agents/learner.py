@@ -69,6 +69,7 @@ class JaxEnv:
     task_names: tuple[str, ...] = ("task",)
     task_conditioned: bool = False  # add obs["task_id"] (int32) for the policy
     noop_action: tuple[int, ...] | None = None  # policy action "do nothing" (default: zeros)
+    step_no_reset: Callable | None = None  # `step` without the auto-reset (one episode per env)
 
 
 @struct.dataclass

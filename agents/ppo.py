@@ -170,6 +170,8 @@ class PPOConfig(DistributedConfig):
     """steps per video"""
     progress: bool = True
     """show the console progress bar"""
+    final_eval_episodes: int = 32
+    """at the end, the untrained (initial) and the trained policy play the same N episodes per task, actions sampled (agents.evaluate's default); success rates (95% Wilson intervals) and mean returns printed and in summary.json (--backend jax; 0: off)"""
     time_limit_min: float = 0.0
     """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
     compile_cache: str = "~/.cache/mineclip_jax/xla"
@@ -179,7 +181,7 @@ class PPOConfig(DistributedConfig):
 # Flags a `--resume` may change (budget, logging, a process's address); the rest is the saved run's.
 RESUME_OVERRIDES = ("total_steps", "progress", "log_every", "checkpoint_every", "video_every",
                     "video_length", "compile_cache", "time_limit_min", "coordinator", "process_id",
-                    "init_timeout_s")  # fmt: skip
+                    "init_timeout_s", "final_eval_episodes")  # fmt: skip
 
 # `--preset paper` (the paper's Table A.4 is lost, so the smoothing weight is ours; docs/agents.md)
 PAPER_PRESET = dict(smooth_coef=0.01, action_prior="uniform", agent_size="paper",
@@ -232,10 +234,10 @@ def validate(cfg: PPOConfig) -> None:
             f"{cfg.num_envs} x --num-steps {cfg.num_steps} = {per_update} env steps; pass "
             + (f"--total-steps {lo} or {hi}" if lo else f"--total-steps {hi}")
         )
-    if cfg.smooth_window < 1:
-        raise ConfigError(f"--smooth-window must be >= 1, got {cfg.smooth_window}")
-    if cfg.aux_coef < 0:
-        raise ConfigError(f"--aux-coef must be >= 0, got {cfg.aux_coef}")
+    off = " (0 turns the final evaluation off)"
+    for name, low, hint in (("smooth_window", 1, ""), ("aux_coef", 0, ""), ("final_eval_episodes", 0, off)):  # fmt: skip
+        if getattr(cfg, name) < low:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= {low}{hint}, got {getattr(cfg, name)}")  # fmt: skip
     if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):
         raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
     if cfg.seeds > 1 and cfg.backend != "jax":
@@ -256,8 +258,7 @@ def resume_config(cfg: PPOConfig) -> PPOConfig:
     except ValueError as e:
         raise ConfigError(f"--resume: {e}") from None
     over = checkpoints.resume_overrides(saved, cfg, PPOConfig(), RESUME_OVERRIDES)
-    return dataclasses.replace(saved, **over, out=cfg.out, resume=True,
-                               progress=cfg.progress)  # fmt: skip
+    return dataclasses.replace(saved, **over, out=cfg.out, resume=True, progress=cfg.progress)
 
 
 def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
@@ -289,10 +290,8 @@ def main(argv=None) -> None:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     keys = ("env_steps", "episodic_return", "success_rate", "sps")
-    if "seeds" in s:
-        print(json.dumps({k: {x: v[x] for x in keys if x in v} for k, v in s["seeds"].items()}))
-    else:
-        print(json.dumps({k: s[k] for k in keys if k in s}))
+    pick = lambda v: {x: v[x] for x in keys if x in v}  # noqa: E731
+    print(json.dumps({k: pick(v) for k, v in s["seeds"].items()} if "seeds" in s else pick(s)))
 
 
 if __name__ == "__main__":

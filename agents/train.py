@@ -234,7 +234,7 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
     if cfg.resume:
         _, meta = newest_intact_meta(outs[0].mgr, outs[0].run_dir)
         start_stage, global_updates = int(meta["stage"]), int(meta.get("base_updates", 0))
-    summary, runner, carried, trained = {}, None, None, False
+    summary, runner, carried, trained, initial = {}, None, None, False, None
     hp = lrn.HyperParams.from_config(cfg)
     limit_min = cfg.time_limit_min
     stop = Stop(stop_after_updates, time.monotonic() + 60 * limit_min if limit_min > 0 else None)
@@ -246,6 +246,7 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
                                 restore=restore, carried=carried)  # fmt: skip
             runner = summary.pop("runner")
             trained |= summary.pop("trained")
+            initial = summary.pop("initial_params", None)
             if summary.get("stopped"):
                 if stop.timed_out():
                     print(f"--time-limit-min {limit_min:g} reached after update "
@@ -255,6 +256,8 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
             global_updates = summary["updates_total"]
             carried = (jax.device_get(runner.si_buffer), jax.device_get(runner.params),
                        _task_ids(stages[stage]))  # fmt: skip
+        if trained and not summary.get("stopped") and cfg.final_eval_episodes > 0:
+            _final_evaluation(cfg, stages[-1], outs, runner, initial, summary)
     finally:
         for out in outs:
             out.close()
@@ -265,15 +268,53 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
         return {**(json.loads(old.read_text()) if old.exists() else {}), "runner": runner}
     per_seed = summary.pop("seeds", None)
     if not _is_main():  # process 0 writes the summaries
-        return {**summary, "runner": runner}
+        return {**summary, "runner": runner, "untrained_params": initial}
     if per_seed is None:
         checkpoints.write_json(run_dir / "summary.json", summary)
-        return {**summary, "runner": runner}
+        return {**summary, "runner": runner, "untrained_params": initial}
     for out, s in zip(outs, per_seed, strict=True):
         checkpoints.write_json(out.run_dir / "summary.json", s)
     top = {"seeds": {str(out.seed): s for out, s in zip(outs, per_seed, strict=True)}}
     checkpoints.write_json(run_dir / "summary.json", top)
-    return {**top, "runner": runner}
+    return {**top, "runner": runner, "untrained_params": initial}
+
+
+def _final_evaluation(cfg, tasks, outs, runner, initial, summary) -> None:
+    """The run's untrained policy (this stage's fresh params for the seed) and its trained one
+    on the same `cfg.final_eval_episodes` episodes per task (`agents.final_eval`): printed, in
+    each seed's summary (`final_eval`) and TensorBoard (`final_eval/...`). Process 0 evaluates
+    alone, on one of its devices; host-stepped backends are skipped with the reason."""
+    if cfg.backend != "jax":
+        if _is_main():
+            print(f"final evaluation skipped: --backend {cfg.backend} steps its envs on the host "
+                  f"and it evaluates on-device envs; evaluate the run with python -m "
+                  f"agents.evaluate --policy {cfg.out}")  # fmt: skip
+        return
+    if not _is_main():
+        return
+    from agents import final_eval
+
+    seeded = len(outs) > 1
+    trained_params = jax.device_get(runner.params)  # replicated: readable on any process
+    per_seed = summary["seeds"] if seeded else [summary]
+    for i, (out, s) in enumerate(zip(outs, per_seed, strict=True)):
+        scfg = _seed_config(cfg, out.seed, out.run_dir) if seeded else cfg
+        built = build(scfg, tasks)  # cached: the stage's own env (this seed's worlds)
+        policies = {"untrained": initial[i],
+                    "trained": _slice(trained_params, i) if seeded else trained_params}  # fmt: skip
+        result = final_eval.evaluate_policies(built, policies, cfg.final_eval_episodes,
+                                              out.seed, tasks)  # fmt: skip
+        prefix = f"final evaluation, seed {out.seed}" if seeded else "final evaluation"
+        for line in final_eval.describe(result, prefix):
+            print(line)
+        s["final_eval"] = final_eval.to_json(result)
+        step = int(s.get("env_steps", 0))
+        multi = len(result["tasks"]) > 1
+        for label, by in result["tasks"].items():
+            for name, score in by.items():
+                tag = f"final_eval/{label}/{name}" if multi else f"final_eval/{name}"
+                out.writer.add_scalar(f"{tag}_success_rate", score.success_rate, step)
+                out.writer.add_scalar(f"{tag}_return", score.mean_return, step)
 
 
 def remap_si_tasks(si_buf, old_tasks, new_tasks):
@@ -327,6 +368,8 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
     L = built.learner
     k = len(outs)
 
+    initial = []  # host copies of each seed's fresh params (the final evaluation's untrained)
+
     def prepare(i, out):
         scfg = cfg if k == 1 else _seed_config(cfg, out.seed, out.run_dir)
         key = jax.random.PRNGKey(out.seed + 1000 * stage)
@@ -334,6 +377,8 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
             runner = L.init_sharded(key)
         else:  # this seed's worlds (the learner is the first seed's: the same program)
             runner = jax.jit(L.init)(key, build(scfg, tasks).env.params)
+        # copied before training donates the buffers; re-derived from the seed on --resume
+        initial.append(jax.tree.map(np.array, jax.device_get(runner.params)))
         if restore:
             return restore_intact(out, runner, lrn.runner_shardings(runner, L.mesh), stage)
         if carried is not None:  # multi-stage: keep SI buffer, reset the policy head
@@ -361,8 +406,9 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
     if jax.process_count() > 1:  # the replayed episode would span the hosts' devices
         video = None
 
-    return _train_stage(cfg, iterate, runner, L.num_updates, built.env.task_names, video, outs,
-                        stage, stop_after, base)  # fmt: skip
+    summary = _train_stage(cfg, iterate, runner, L.num_updates, built.env.task_names, video,
+                           outs, stage, stop_after, base)  # fmt: skip
+    return {**summary, "initial_params": initial}
 
 
 def _host_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carried):

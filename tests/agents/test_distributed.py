@@ -42,6 +42,9 @@ def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path):
         for k in a:
             assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-12), (a["update"], k)
     assert json.loads((two / "config.json").read_text())["process_count"] == 2
+    # process 0 alone ran the final evaluation, on one device: the same figures as one process
+    final = [json.loads((d / "summary.json").read_text())["final_eval"] for d in (two, one)]
+    assert final[0] == final[1] and final[0]["episodes"] == 32
     assert sorted(p.name for p in (two / "checkpoints").iterdir() if p.name.isdigit()) == [
         "2",
         "4",
