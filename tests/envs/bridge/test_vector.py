@@ -276,12 +276,15 @@ def test_close_leaves_no_processes():
         env.step(np.zeros(3, np.int64))
 
 
+# The parent scripts below are SIGKILLed, so they cannot remove their workers' log directory
+# (ProcessVectorEnv.close does): it goes in the test's tmp_path, not a leftover in /tmp.
 _ORPHAN_SCRIPT = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {root!r})
     from envs.bridge import ProcessVectorEnv
-    env = ProcessVectorEnv("envs.bridge.testing:faulty_env", 2, step_delays={{0: 60.0}})
+    env = ProcessVectorEnv("envs.bridge.testing:faulty_env", 2, step_delays={{0: 60.0}},
+                           log_dir={log_dir!r})
     env.reset()
     env.send([0, 0], [0, 1])  # env 0 is busy in a long step when the parent dies
     print(" ".join(str(p) for p in env.worker_pids), flush=True)
@@ -290,10 +293,14 @@ _ORPHAN_SCRIPT = textwrap.dedent(
 )
 
 
-def test_workers_die_when_parent_is_killed():
+def test_workers_die_when_parent_is_killed(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     parent = subprocess.Popen(
-        [sys.executable, "-c", _ORPHAN_SCRIPT.format(root=os.path.abspath(root))],
+        [
+            sys.executable,
+            "-c",
+            _ORPHAN_SCRIPT.format(root=os.path.abspath(root), log_dir=str(tmp_path)),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -316,7 +323,7 @@ _GIL_SCRIPT = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from envs.bridge import ProcessVectorEnv
     env = ProcessVectorEnv("envs.bridge.testing:faulty_env", 1, step_faults={{0: ("gil", 1)}},
-                           timeout_s=120)
+                           timeout_s=120, log_dir={log_dir!r})
     env.reset()
     env.send([0], [0])  # the worker now sits 60 s in a C call holding its GIL
     time.sleep(1.0)
@@ -326,10 +333,14 @@ _GIL_SCRIPT = textwrap.dedent(
 )
 
 
-def test_worker_dies_with_parent_even_inside_a_gil_holding_c_call():
+def test_worker_dies_with_parent_even_inside_a_gil_holding_c_call(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     parent = subprocess.Popen(
-        [sys.executable, "-c", _GIL_SCRIPT.format(root=os.path.abspath(root))],
+        [
+            sys.executable,
+            "-c",
+            _GIL_SCRIPT.format(root=os.path.abspath(root), log_dir=str(tmp_path)),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
