@@ -47,6 +47,11 @@ def _params(run):
     return jax.tree.leaves(mcj.load_checkpoint(run / "model").params)
 
 
+def _report(stdout: str) -> str:
+    """The retrieval figures a run prints."""
+    return stdout.split("test split")[1].split("model saved")[0]
+
+
 def _assert_close(a, b):
     """Not bitwise: the gradient mean over the 4 devices is summed in another order by gloo across
     2 processes than by XLA inside one process. Nor within 1e-6 of each value: where a gradient
@@ -72,9 +77,7 @@ def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path):
                                     timeout_s=240))  # fmt: skip
     _assert_close(_params(two), _params(one))
     # The retrieval figures process 0 printed are the single process's.
-    assert outs[0].split("test split")[1].split("model saved")[0] == (
-        single.split("test split")[1].split("model saved")[0]
-    )
+    assert _report(outs[0]) == _report(single)
     assert json.loads((two / "train_config.json").read_text())["process_count"] == 2
 
     # The state is replicated and the data order global: one process with 4 devices resumes
