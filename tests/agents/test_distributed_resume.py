@@ -12,6 +12,7 @@ import time
 
 import jax
 import numpy as np
+import pytest
 
 from tests.multiprocess import REPO, check, free_port, process_env, run_processes
 
@@ -138,3 +139,40 @@ def test_killed_two_process_run_resumes_exactly(tmp_path):
     assert jax.tree.structure(a) == jax.tree.structure(b)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--num-envs", "3"], "--num-envs 3 must be a multiple of the 2 devices in the mesh (2 "
+                              "processes x 1 devices"),
+        (["--num-envs", "4", "--num-devices", "1"], "--num-devices 1 under --distributed"),
+    ],
+)  # fmt: skip
+def test_envs_that_do_not_split_over_the_processes_are_refused_by_each(tmp_path, flags, message):
+    # One CPU device per process, so the process count itself must divide the envs; and
+    # --num-devices, which would leave a process outside the mesh (it hung for 5 minutes, then
+    # aborted), is refused. Every process says so and exits: none waits for the others.
+    port = free_port()
+    cmd = [*CLI, "--task", "cartpole", "--num-minibatches", "1", "--num-steps", "4",
+           "--total-steps", "48", "--no-progress", "--out", str(tmp_path / "run"), *flags]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *cmd, *_dist(i, port)],
+            env=process_env(1),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    try:
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+    assert [p.returncode for p in procs] == [2, 2], errs
+    assert all(message in e for e in errs), errs
+    assert not (tmp_path / "run" / "checkpoints").exists()
