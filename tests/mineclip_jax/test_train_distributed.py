@@ -92,3 +92,23 @@ def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path, 
                                      timeout_s=240))  # fmt: skip
     assert f"resumed {two} at step 2" in resumed
     _assert_close(_params(two), _params(one))
+
+
+_AGREE = """
+import json, sys
+import jax
+from mineclip_jax.distributed import DistributedConfig, agree, initialize
+initialize(DistributedConfig(distributed=True, coordinator=sys.argv[1], num_processes=2,
+                             process_id=int(sys.argv[2]), init_timeout_s=60))
+mine = jax.process_index() == 1
+print(json.dumps([agree(mine), agree(not mine)]))
+"""
+
+
+def test_agree_gives_every_process_the_decision_of_process_0():
+    # What a time limit needs: process 1's clock says stop while process 0's does not (then the
+    # reverse); both take process 0's branch.
+    port = free_port()
+    outs = check(run_processes(lambda i: ["-c", _AGREE, f"127.0.0.1:{port}", str(i)], count=2,
+                               devices=1, timeout_s=120))  # fmt: skip
+    assert [json.loads(o.strip().splitlines()[-1]) for o in outs] == [[False, True]] * 2
