@@ -165,6 +165,8 @@ class SyntheticConfig:
     world_height: int = 32  # world height, blocks.
     world_pool: int = 8  # distinct pre-generated worlds per split.
     overwrite: bool = False  # replace a non-empty --out directory.
+    all_cores: bool = True  # on a CPU, simulate a batch's episodes on every core (one JAX
+    # device each; the clips are the same either way).
 
     def __post_init__(self):
         problems = []
@@ -291,7 +293,11 @@ def run_episodes(config: SyntheticConfig, behaviour: Behaviour, seed: int, key_s
          config.width)
     )  # fmt: skip
     run = episode_fn(static, config.episode_ticks)
+    from envs.voxel import parallel
+
     keys = jax.random.split(jax.random.key(key_seed), config.batch)
+    # The episodes split over the local devices (every core with --all-cores, the default)
+    keys = jax.device_put(keys, parallel.env_sharding(parallel.env_mesh(config.batch)))
     frames, truth = jax.device_get(
         run(keys, params[behaviour.name], jnp.int32(behaviour.controller),
             jnp.int32(modes[behaviour.name]))
@@ -534,6 +540,9 @@ def _prepare(out: str, overwrite: bool) -> str:
 
 
 def main(config: SyntheticConfig) -> None:
+    import envs  # before JAX starts: the episodes then run on every core
+
+    envs.use_every_core("data.synthetic", "--no-all-cores", enabled=config.all_cores)
     summary = build(config)
     print(f"clips: train {summary['clips']['train']}, test {summary['clips']['test']} "
           f"in {summary['seconds']} s")  # fmt: skip
