@@ -60,6 +60,7 @@ class EvaluateConfig:
     human_labels: Path | None = None  # Creative: CSV task_id,episode,label (1/0) for the F1
     creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
     env_options: tuple[str, ...] = ()  # backend options key=value, e.g. jar=/path/Malmo.jar
+    all_cores: bool = True  # on a CPU, step the envs on every core (one JAX device each)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -619,6 +620,9 @@ def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
 
 
 def main(cfg: EvaluateConfig) -> None:
+    import envs  # before JAX starts (restoring a policy would start it on one device)
+
+    envs.use_every_core("agents.evaluate", "--no-all-cores", enabled=cfg.all_cores)
     report = evaluate(cfg)
     print(
         f"wrote {report.markdown} and {report.csv} ({len(report.results)} tasks, {len(report.skipped)} skipped)"

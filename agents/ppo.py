@@ -221,11 +221,16 @@ def validate(cfg: PPOConfig) -> None:
     ndev = cfg.num_devices or len(jax.devices())
     if ndev > len(jax.devices()):
         raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")
+    procs = jax.process_count()
+    if procs > 1 and ndev != len(jax.devices()):  # a process outside the mesh would hang
+        raise ConfigError(f"--num-devices {ndev} under --distributed: the mesh spans all "
+                          f"{len(jax.devices())} devices of the {procs} processes; drop it")  # fmt: skip
     if cfg.num_envs % ndev:
         raise ConfigError(
             f"--num-envs {cfg.num_envs} must be a multiple of the {ndev} devices in the mesh "
-            "(or pass --num-devices)"
-        )
+            + (f"({procs} processes x {jax.local_device_count()} devices: each process steps an "
+               "equal share)" if procs > 1 else "(or pass --num-devices)")
+        )  # fmt: skip
     per_update = cfg.num_envs * cfg.num_steps
     if cfg.total_steps % per_update:
         lo, hi = cfg.total_steps // per_update * per_update, -(-cfg.total_steps // per_update) * per_update  # fmt: skip

@@ -37,6 +37,7 @@ from agents import learner as lrn
 from agents.build import build, build_host_driver
 from agents.video import record_video
 from envs.video import write_video
+from mineclip_jax.distributed import agree
 
 ConfigError = adapters.ConfigError
 
@@ -205,7 +206,10 @@ class Stop:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def now(self, done_updates: int) -> bool:
-        return (self.updates is not None and done_updates >= self.updates) or self.timed_out()
+        if self.updates is not None and done_updates >= self.updates:
+            return True
+        # Under --distributed process 0's clock decides for all: they must stop at one update.
+        return self.deadline is not None and agree(self.timed_out())
 
 
 def train(cfg, *, stop_after_updates: int | None = None) -> dict:

@@ -165,6 +165,8 @@ class SyntheticConfig:
     world_height: int = 32  # world height, blocks.
     world_pool: int = 8  # distinct pre-generated worlds per split.
     overwrite: bool = False  # replace a non-empty --out directory.
+    all_cores: bool = True  # on a CPU, simulate a batch's episodes on every core (one JAX
+    # device each; the clips are the same either way).
 
     def __post_init__(self):
         problems = []
@@ -217,14 +219,18 @@ def _truth_row(state, params, start_y, success, done):
 
 
 @functools.cache
-def episode_fn(static, ticks: int):
+def episode_fn(static, ticks: int, mesh=None):
     """Jitted `(keys [B], params, behaviour, mode) -> (frames [B, ticks+1, H, W, 3], truth)`.
+    With a 1-D `mesh` (envs.voxel.parallel.env_mesh) each device runs its share of the B episodes
+    (shard_map, no communication: partitioned by jit instead, the scan ran slower than on one).
 
     `static` renders (its height and width set the frames); the world steps without rendering
     and each tick's frame is rendered once. The state freezes when the episode ends.
     """
+    from jax.sharding import PartitionSpec as P
+
     from envs.voxel import env as E
-    from envs.voxel import scripted
+    from envs.voxel import parallel, scripted
 
     step_static = dataclasses.replace(static, render=False)
 
@@ -255,7 +261,13 @@ def episode_fn(static, ticks: int):
             lambda f, r: jnp.concatenate([jnp.asarray(f)[None], r]), first, (frames, rows)
         )
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))
+    batched = jax.vmap(one, in_axes=(0, None, None, None))
+    if mesh is None or mesh.devices.size == 1:
+        return jax.jit(batched)
+    env, rep = P(parallel.AXIS), P()
+    # check_vma=False: every output is per episode, as out_specs says (see parallel.sharded_step)
+    return jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=(env, rep, rep, rep),
+                                 out_specs=env, check_vma=False))  # fmt: skip
 
 
 @functools.cache
@@ -290,8 +302,13 @@ def run_episodes(config: SyntheticConfig, behaviour: Behaviour, seed: int, key_s
         (config.world_size, config.world_height, config.world_pool, seed, config.height,
          config.width)
     )  # fmt: skip
-    run = episode_fn(static, config.episode_ticks)
+    from envs.voxel import parallel
+
+    # The episodes split over the local devices (every core with --all-cores, the default)
+    mesh = parallel.env_mesh(config.batch)
+    run = episode_fn(static, config.episode_ticks, mesh)
     keys = jax.random.split(jax.random.key(key_seed), config.batch)
+    keys = jax.device_put(keys, parallel.env_sharding(mesh))
     frames, truth = jax.device_get(
         run(keys, params[behaviour.name], jnp.int32(behaviour.controller),
             jnp.int32(modes[behaviour.name]))
@@ -534,6 +551,9 @@ def _prepare(out: str, overwrite: bool) -> str:
 
 
 def main(config: SyntheticConfig) -> None:
+    import envs  # before JAX starts: the episodes then run on every core
+
+    envs.use_every_core("data.synthetic", "--no-all-cores", enabled=config.all_cores)
     summary = build(config)
     print(f"clips: train {summary['clips']['train']}, test {summary['clips']['test']} "
           f"in {summary['seconds']} s")  # fmt: skip

@@ -69,26 +69,40 @@ def _refuse_forked_jax(task) -> None:
 
 def _use_every_core(devices) -> None:
     """Expose every CPU core as a JAX device if JAX has not started; say once if it has."""
+    if devices != 1:
+        use_every_core("envs.make_vector")
+
+
+def use_every_core(who: str, off_flag: str = "", enabled: bool = True) -> None:
+    """Expose every CPU core as a JAX device if JAX has not started and no count was chosen
+    (XLA_FLAGS, ``jax_num_cpu_devices``); if JAX already runs on one CPU device, say once, naming
+    `who`, how to get the cores (and `off_flag`, the CLI flag that keeps one device). CLIs call it
+    first thing, with `enabled` False for that flag: then one CPU device is pinned (when JAX has
+    not started), so that envs.make_vector does not take the cores either. Accelerators are
+    unaffected."""
     global _SAID_CORES
     from envs.voxel import parallel
 
     cores = parallel.available_cores()
-    if devices == 1 or cores <= 1:
+    if cores <= 1:
         return
     if not _jax_started():
         if "jax" not in sys.modules or not _cpu_devices_configured():
-            parallel.use_cpu_cores(cores)
+            parallel.use_cpu_cores(cores if enabled else 1)
+        return
+    if not enabled:
         return
     import jax
 
     if jax.default_backend() == "cpu" and len(jax.devices("cpu")) == 1 and not _SAID_CORES:
         _SAID_CORES = True
         print(
-            f"envs.make_vector: JAX had already started with one CPU device, so the embedded "
+            f"{who}: JAX had already started with one CPU device, so the embedded "
             f"worlds run on 1 of this machine's {cores} cores. To use all of them, call "
             "envs.voxel.parallel.use_cpu_cores() right after `import jax` (before any JAX "
             f"computation), or start Python with XLA_FLAGS=--xla_force_host_platform_device_count"
-            f"={cores}.",
+            f"={cores}"
+            + (f" ({off_flag} keeps one device and silences this)." if off_flag else "."),
             file=sys.stderr,
         )
 

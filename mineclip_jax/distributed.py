@@ -21,6 +21,7 @@ import sys
 import time
 
 import jax
+import numpy as np
 
 
 class DistributedError(RuntimeError):
@@ -162,3 +163,16 @@ def process_share(total: int, what: str) -> slice:
 def is_main_process() -> bool:
     """Process 0 writes logs, TensorBoard events, videos and summaries."""
     return jax.process_index() == 0
+
+
+def agree(flag: bool) -> bool:
+    """Process 0's `flag`, on every process (a collective: all processes must call it together).
+
+    For decisions taken from a process's own clock or files (a time limit reached): the
+    processes must take the same branch, or the ones that go on wait forever in a collective
+    the others never join. A single process gets `flag` back without communication."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    from jax.experimental import multihost_utils
+
+    return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag, np.bool_)))

@@ -19,10 +19,19 @@ temperature (log scale clamped to +-ln 100 as CLIP/MineCLIP), AdamW with a cosin
 linear warm-up, x`pretrained_lr_mult` learning rate on the pretrained CLIP towers and
 layer-wise decay down each tower when starting from weights (`--init`), optionally only the
 last layers of each tower trainable, temporally consistent random resized crop, bfloat16
-compute, data parallel over every local device (the batch is sharded over a 1-D `data` mesh),
+compute, data parallel over every device (the batch is sharded over a 1-D `data` mesh),
 orbax checkpoints in RUN/checkpoints (a rerun with the same RUN resumes), TensorBoard scalars in
 RUN/tb, a tqdm bar, retrieval R@1/R@5 (text->video and video->text) on the test split, and the
 final model in RUN/model, which `mineclip_jax.load_checkpoint("RUN/model")` reads.
+
+`--distributed` (mineclip_jax.distributed; docs/cluster.md) runs one process per host: the mesh
+spans every process's devices and each step is one global data-parallel program. Every process
+draws the same global batch indices (a pure function of step and seed), reads only its own
+contiguous share of them and contributes those rows to the global batch, so P processes x D
+devices compute what one process with P*D devices computes. Process 0 writes the logs, the
+config, the final model and prints; all processes write the orbax checkpoints (RUN must be on a
+file system every host sees). The train state is replicated and the data order global, so a run
+may resume under another process count.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import json
 import math
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +57,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from mineclip_jax import distributed
 from mineclip_jax.checkpoint import load_checkpoint, save_checkpoint
 from mineclip_jax.config import MineCLIPConfig
 from mineclip_jax.handle import MineCLIPHandle, init_params
@@ -64,8 +75,8 @@ CONTRACT = {
 LOGIT_SCALE_MAX = math.log(100.0)
 
 
-@dataclasses.dataclass
-class TrainConfig:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainConfig(distributed.DistributedConfig):
     """MineCLIP contrastive training: `python -m mineclip_jax.train --data DIR --out RUN`."""
 
     data: Path  # TFDS dataset directory with the clip contract and train/test splits.
@@ -74,7 +85,8 @@ class TrainConfig:
     config: Literal["tiny", "mini", "attn", "avg"] = "tiny"  # architecture for random init.
     pool: Literal["attn", "avg"] = "attn"  # temporal aggregator of the tiny config.
     steps: int = 1000  # optimizer steps in total.
-    batch_size: int = 32  # global batch (video/text pairs); divisible by the device count.
+    batch_size: int = 32  # global batch (video/text pairs); divisible by the device count
+    # (all processes' devices with --distributed).
     lr: float = 3e-4  # peak learning rate (after warm-up).
     warmup_steps: int = 500  # linear warm-up steps (paper: 500), capped at steps // 5.
     final_lr_frac: float = 0.0  # cosine decays to lr * final_lr_frac.
@@ -89,7 +101,8 @@ class TrainConfig:
     crop_min_area: float = 0.8  # random resized crop keeps >= this area fraction; 1 = no crop.
     train_frames: int = 0  # encode a random ordered subset of this many frames per clip in a
     # training step (0 = all 16); only for the avg aggregator, whose mean it leaves unbiased.
-    eval_batch_size: int = 32  # clips per evaluation batch.
+    eval_batch_size: int = 32  # clips per evaluation batch (with --distributed: divisible by
+    # the device count).
     eval_every: int = 0  # evaluate on the test split every N steps (0 = only at the end).
     max_eval_clips: int = 0  # evaluate on at most this many test clips (0 = all).
     ckpt_every: int = 200  # save an orbax checkpoint every N steps (and at the end).
@@ -447,22 +460,36 @@ def _embed(module, params, frames, tokens):
     return video, module.apply({"params": params}, tokens, method="encode_text")
 
 
+def global_batch(sharding: NamedSharding, source, indices) -> tuple[jax.Array, jax.Array]:
+    """(frames, tokens) of examples `indices` as global arrays split along the batch over
+    `sharding`'s mesh: this process reads only its share of `indices` (all of them in a single
+    process; distributed.process_share's rows, its devices' place in the mesh, otherwise)."""
+    local = load_examples(source, indices[distributed.process_share(len(indices), "batch")])
+    return tuple(
+        jax.make_array_from_process_local_data(sharding, x, (len(indices), *x.shape[1:]))
+        for x in (local["frames"], local["tokens"])
+    )
+
+
 def embed_split(module, params, source, batch_size: int, max_clips: int = 0, mesh=None):
-    """Video and text embeddings of a whole split: ([N, D], [N, D])."""
+    """Video and text embeddings of a whole split: ([N, D], [N, D]). With `mesh` (and
+    `batch_size` divisible by its size) each batch is split over the mesh's devices, also
+    across processes; every process gets all the embeddings."""
+    from jax.experimental import multihost_utils
+
     n = len(source) if max_clips <= 0 else min(max_clips, len(source))
+    sharded = mesh is not None and batch_size % mesh.size == 0
     videos, texts = [], []
     for start in range(0, n, batch_size):
         idx = np.arange(start, min(start + batch_size, n))
-        batch = load_examples(source, idx)
-        frames, tokens = batch["frames"], batch["tokens"]
-        pad = batch_size - len(idx)  # one compiled shape: pad the last batch
-        if pad:
-            frames = np.concatenate([frames, np.repeat(frames[-1:], pad, 0)])
-            tokens = np.concatenate([tokens, np.repeat(tokens[-1:], pad, 0)])
-        if mesh is not None and batch_size % mesh.size == 0:
-            sharding = NamedSharding(mesh, P("data"))
-            frames, tokens = jax.device_put((frames, tokens), sharding)
-        v, t = _embed(module, params, frames, tokens)
+        # one compiled shape: the last batch is padded with copies of its last clip
+        padded = np.concatenate([idx, np.full(batch_size - len(idx), idx[-1])])
+        if sharded:
+            frames, tokens = global_batch(NamedSharding(mesh, P("data")), source, padded)
+        else:
+            batch = load_examples(source, padded)
+            frames, tokens = batch["frames"], batch["tokens"]
+        v, t = multihost_utils.process_allgather(_embed(module, params, frames, tokens), tiled=True)
         videos.append(np.asarray(v)[: len(idx)])
         texts.append(np.asarray(t)[: len(idx)])
     return np.concatenate(videos), np.concatenate(texts)
@@ -497,6 +524,11 @@ def _check_config(cfg: TrainConfig, num_devices: int):
         problems.append(
             f"--batch-size {cfg.batch_size} is not divisible by the {num_devices} devices"
         )
+    if jax.process_count() > 1 and cfg.eval_batch_size % num_devices:
+        problems.append(
+            f"--eval-batch-size {cfg.eval_batch_size} is not divisible by the {num_devices} "
+            f"devices of the {jax.process_count()} processes (--distributed evaluates over all)"
+        )
     if not 0.0 < cfg.crop_min_area <= 1.0:
         problems.append("--crop-min-area must be in (0, 1]")
     if not 0 <= cfg.train_frames <= NUM_FRAMES:
@@ -516,16 +548,37 @@ _NOT_IN_STEP = (
     "log_every",
     "progress",
     "time_limit_min",
+    *(f.name for f in dataclasses.fields(distributed.DistributedConfig)),
 )
 
 
+class _NoWriter:
+    """The TensorBoard writer of a process other than 0 (process 0 logs the global metrics)."""
+
+    def add_scalar(self, *args, **kwargs) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Atomically (another process may be reading the previous version)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
-    """Run (or resume) training; returns the trained handle and the final test metrics."""
+    """Run (or resume) training; returns the trained handle and the final test metrics.
+    Under --distributed (`distributed.initialize` done by the caller) every process calls it."""
     import orbax.checkpoint as ocp
     from tensorboardX import SummaryWriter
     from tqdm import tqdm
 
-    devices = jax.devices()
+    # Process-major device order: process i's devices hold rows process_share(i) of a batch.
+    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
+    main_process = distributed.is_main_process()
     _check_config(cfg, len(devices))
     handle, pretrained = _initial_handle(cfg)
     if 0 < cfg.train_frames < NUM_FRAMES and handle.config.pool != "avg":
@@ -550,7 +603,9 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
                 f"{out} holds a run of another architecture ({old.get('model')}); use a new --out"
             )
     meta["train"] = {k: str(v) for k, v in dataclasses.asdict(cfg).items()}
-    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    meta["process_count"] = jax.process_count()
+    if main_process:
+        _write_json(meta_path, meta)
 
     mesh = Mesh(np.array(devices), ("data",))
     replicated = NamedSharding(mesh, P())
@@ -570,7 +625,8 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
         state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(abstract))
         state = jax.device_put(state, replicated)
-        print(f"resumed {out} at step {int(state.step)}")
+        if main_process:
+            print(f"resumed {out} at step {int(state.step)}")
 
     # One compiled step per (model, recipe, devices): rerunning or resuming in the same
     # process (a notebook) reuses it instead of compiling again.
@@ -589,23 +645,28 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
             donate_argnums=0,
         )
     step_fn = _STEP_CACHE[cache_key]
-    writer = SummaryWriter(str(out / "tb"))
+    writer = SummaryWriter(str(out / "tb")) if main_process else _NoWriter()
     n_train = len(train_source)
     start = int(state.step)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
 
-    def fetch(step):
-        return load_examples(train_source, batch_indices(n_train, cfg.batch_size, step, cfg.seed))
+    def fetch(step):  # every process draws the same global batch and reads its share
+        indices = batch_indices(n_train, cfg.batch_size, step, cfg.seed)
+        return global_batch(batch_sharding, train_source, indices)
 
     pending = pool.submit(fetch, start) if start < cfg.steps else None
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not cfg.progress)
+    bar = tqdm(
+        range(start, cfg.steps),
+        initial=start,
+        total=cfg.steps,
+        disable=not (cfg.progress and main_process),
+    )
     metrics = {}
     deadline = time.monotonic() + 60 * cfg.time_limit_min if cfg.time_limit_min > 0 else None
     for step in bar:
-        batch = pending.result()
+        frames, tokens = pending.result()
         # Prefetch the next batch on a thread while this step runs.
         pending = pool.submit(fetch, step + 1) if step + 1 < cfg.steps else None
-        frames, tokens = jax.device_put((batch["frames"], batch["tokens"]), batch_sharding)
         state, metrics = step_fn(state, frames, tokens)
         done = step + 1
         if done % cfg.log_every == 0 or done == cfg.steps:
@@ -617,13 +678,16 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
         if cfg.eval_every and done % cfg.eval_every == 0 and done != cfg.steps:
             for k, v in evaluate(module, state.params, test_source, cfg, mesh).items():
                 writer.add_scalar(f"test/{k}", v, done)
-        out_of_time = deadline is not None and time.monotonic() > deadline
+        # Process 0's clock decides for all: every process must save and stop at the same step.
+        out_of_time = deadline is not None and distributed.agree(time.monotonic() > deadline)
         if done % cfg.ckpt_every == 0 or done == cfg.steps or out_of_time:
             manager.save(done, args=ocp.args.StandardSave(state))
         if out_of_time:
-            print(
-                f"\ntime limit of {cfg.time_limit_min:g} min reached at step {done}; rerun to resume"
-            )
+            if main_process:
+                print(
+                    f"\ntime limit of {cfg.time_limit_min:g} min reached at step {done}; rerun "
+                    "to resume"
+                )
             break
     pool.shutdown(cancel_futures=True)
     manager.wait_until_finished()
@@ -635,6 +699,8 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     final = MineCLIPHandle(
         config=config.replace(dtype="float32"), params=jax.device_get(state.params)
     )
+    if not main_process:
+        return final, results
     save_checkpoint(final, out / "model", dtype=cfg.save_dtype)
     n = results["num_clips"]
     print(f"\ntest split: {n} clips, chance R@1 = {1 / n:.4f}, R@5 = {min(5 / n, 1):.4f}")
@@ -647,7 +713,13 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
 def main(argv=None):
     import tyro
 
-    train(tyro.cli(TrainConfig, args=argv))
+    cfg = tyro.cli(TrainConfig, args=argv)
+    try:
+        distributed.initialize(cfg)  # --distributed: join the others before JAX computes
+        train(cfg)
+    except distributed.DistributedError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
