@@ -132,16 +132,10 @@ def restore_checkpoint(mgr, like: lrn.Runner, shardings, step: int | None = None
     return out["runner"], out["meta"]
 
 
-def load_policy(run_dir: str | os.PathLike, step: int | None = None):
-    """A trained run -> (policy_fn, info).
-
-    `policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False)` maps a batch
-    of raw env observations (the dict the env returns, leading axis B) to env actions (int32
-    `[B, 8]` MultiDiscrete for the embedded world / MineDojo, `[B, 1]` for cartpole).
-    `prev_action` is the previous *policy* action `[B, K]` (the no-op `info["noop_action"]` at
-    an episode start, the default; returned in `info` as `info["last_policy_action"]` after
-    each call for convenience); `task_id` `[B]` indexes `info["task_names"]` (default 0).
-    """
+def load_run(run_dir: str | os.PathLike, step: int | None = None):
+    """A run's checkpoint -> (cfg, built, runner): its config, the learner and env of the stage
+    the checkpoint belongs to (`agents.build.Built`) and the restored `Runner` (`runner.params`
+    are the policy's parameters). `step` None: the latest checkpoint."""
     from agents.build import build
 
     run_dir = Path(run_dir).expanduser()
@@ -154,12 +148,27 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     meta = restore_meta(mgr, step)
     stages = adapters.stage_tasks(cfg.task, cfg.stages)
     built = build(cfg, stages[int(meta["stage"])])
-    L, env = built.learner, built.env
+    L = built.learner
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
     if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
         like = like.update(env_params=None, env_state=None)
     runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
+    return cfg, built, runner
+
+
+def load_policy(run_dir: str | os.PathLike, step: int | None = None):
+    """A trained run -> (policy_fn, info).
+
+    `policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False)` maps a batch
+    of raw env observations (the dict the env returns, leading axis B) to env actions (int32
+    `[B, 8]` MultiDiscrete for the embedded world / MineDojo, `[B, 1]` for cartpole).
+    `prev_action` is the previous *policy* action `[B, K]` (the no-op `info["noop_action"]` at
+    an episode start, the default; returned in `info` as `info["last_policy_action"]` after
+    each call for convenience); `task_id` `[B]` indexes `info["task_names"]` (default 0).
+    """
+    cfg, built, runner = load_run(run_dir, step)
     params = runner.params
+    L, env = built.learner, built.env
     dims = L.action_dims
     noop = np.asarray(L.noop_action)
     info = {

@@ -36,7 +36,7 @@ import tyro
 
 ANIMAL_ZOO = ("milk a cow", "hunt a cow", "shear a sheep", "hunt a sheep")
 Reward = Literal["mineclip", "manual", "sparse"]
-Step = Literal["train", "evaluate", "report"]
+Step = Literal["train", "evaluate", "report", "diagnose"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +77,12 @@ class Args:
     """the report (Markdown)"""
     png: str = "docs/table1_curves.png"
     """the learning curves"""
+    diagnosis: str = "docs/table1_diagnosis.md"
+    """--steps diagnose: every trained policy scored by every reward (Markdown)"""
+    diagnose_episodes: int = 64
+    """--steps diagnose: episodes per policy (the same worlds and keys for every policy)"""
     smoke: bool = False
-    """tiny settings (a few hundred steps, a few episodes) for the test suite"""
+    """tiny settings (a few hundred steps, a few 16-step episodes) for the test suite"""
 
 
 def run_dir(args: Args, task: str, reward: str, seed: int) -> Path:
@@ -114,7 +118,7 @@ def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
         "--max-episode-steps", str(args.episode_ticks), "--action-repeat", str(args.action_repeat),
         "--si-max-len", str(steps_per_episode), "--world-size", world, "--world-pool", pool,
         "--image-size", "32", "48", "--cnn", "nature", "--checkpoint-every", "20",
-        "--video-every", "-1", "--no-progress",
+        "--video-every", "-1", "--no-progress", "--final-eval-episodes", "4" if args.smoke else "32",
         "--privileged-critic" if args.privileged_critic else "--no-privileged-critic",
         "--out", str(run_dir(args, task, reward, seed)),
     ]  # fmt: skip
@@ -279,6 +283,78 @@ def report(args: Args) -> dict:
     return numbers
 
 
+def cross_scores(runs: dict[str, Path], episodes: int, seed: int) -> dict:
+    """Every policy scored by every reward: `runs` maps a reward name to a finished run of one
+    task; each run's trained policy, and the untrained one, play the same `episodes` episodes
+    of that task under each run's own env and reward (`agents.final_eval`: the same worlds and
+    keys for all) -> {reward: {policy: {"success_rate", "return", "return_without_bonus"}}}.
+    The policies must share one architecture (the Table 1 runs do: the frozen MineCLIP
+    features), so that any run's parameters act in any other run's learner. Whatever env a
+    policy plays in, it meets the same episodes, so its success rate must agree across rewards.
+    `return_without_bonus` is the mean return minus the success bonus of each success (every
+    reward adds it once, when an Animal-Zoo episode succeeds and ends)."""
+    import jax
+
+    from agents import final_eval
+    from agents.checkpoints import load_run
+
+    loaded = {rw: load_run(out) for rw, out in runs.items()}
+    (cfg0, built0, _), *_ = loaded.values()
+    shapes = {rw: jax.tree.map(np.shape, r.params) for rw, (_, _, r) in loaded.items()}
+    for rw, shape in shapes.items():
+        if shape != next(iter(shapes.values())):
+            raise ValueError(
+                f"the {rw!r} run's policy has another architecture than the others; diagnose "
+                "needs runs that share it (Table 1's shared frozen features, not "
+                "--no-shared-features)"
+            )
+    untrained = built0.learner.init(jax.random.PRNGKey(cfg0.seed)).params
+    policies = {"untrained": untrained, **{f"trained by {rw}": r.params
+                                          for rw, (_, _, r) in loaded.items()}}  # fmt: skip
+    out = {}
+    for rw, (cfg, built, _) in loaded.items():
+        result = final_eval.evaluate_policies(built, policies, episodes, seed, (cfg.task,))
+        (by_policy,) = result["tasks"].values()
+        out[rw] = {
+            name: {"success_rate": sc.success_rate, "return": sc.mean_return,
+                   "return_without_bonus": sc.mean_return - cfg.success_bonus * sc.success_rate}
+            for name, sc in by_policy.items()
+        }  # fmt: skip
+    return out
+
+
+def diagnose(args: Args) -> dict:
+    """For each task whose runs are all finished: every policy under every reward, as Markdown
+    (`args.diagnosis`). The question it answers when the MineCLIP policy fails: does the
+    MineCLIP reward pay the manual policy's successful episodes more than its own policy's (then
+    the optimisation fell short) or less (then the reward pays for something else)?"""
+    text, numbers = ["# Table 1 diagnosis: each policy scored by each reward\n"], {}
+    for task in args.tasks:
+        runs = {rw: run_dir(args, task, rw, args.seeds[0]) for rw in args.rewards}
+        if not all(_finished(out, args.total_steps) for out in runs.values()):
+            continue
+        scores = cross_scores(runs, args.diagnose_episodes, 2000 + args.seeds[0])
+        numbers[task] = scores
+        policies = list(next(iter(scores.values())))
+        text += [
+            f"\n## {task} ({args.diagnose_episodes} episodes per policy, seed {args.seeds[0]})\n",
+            "| policy | success | " + " | ".join(f"{rw} return" for rw in scores) + " |",
+            "|---|---|" + "---|" * len(scores),
+        ]
+        for name in policies:
+            rate = scores[next(iter(scores))][name]["success_rate"]
+            cells = " | ".join(f"{scores[rw][name]['return_without_bonus']:.2f}" for rw in scores)
+            text.append(f"| {name} | {100 * rate:.1f}% | {cells} |")
+    text.append(
+        "\nReturns are per episode without the success bonus (each reward's own shaping alone); "
+        "every policy meets the same worlds and random keys under every reward."
+    )
+    Path(args.diagnosis).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.diagnosis).write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+    return numbers
+
+
 def _curve(out: Path, window: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """(env steps, success rate) of a run, episode-weighted over the last `window` logs."""
     path = out / "metrics.jsonl"
@@ -328,8 +404,9 @@ def resolved(args: Args) -> Args:
     if not args.smoke:
         return args
     return dataclasses.replace(args, total_steps=min(args.total_steps, 512),
-                               num_envs=min(args.num_envs, 4),
-                               episodes=min(args.episodes, 4))  # fmt: skip
+                               num_envs=min(args.num_envs, 4), episodes=min(args.episodes, 4),
+                               episode_ticks=min(args.episode_ticks, 64),
+                               diagnose_episodes=min(args.diagnose_episodes, 4))  # fmt: skip
 
 
 def main(args: Args) -> dict | None:
@@ -339,6 +416,8 @@ def main(args: Args) -> dict | None:
         return None
     if "evaluate" in args.steps:
         evaluate(args)
+    if "diagnose" in args.steps:
+        diagnose(args)
     if "report" in args.steps:
         return report(args)
     return None

@@ -52,10 +52,16 @@ def test_report_table_t_test_and_goal_check(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 0
 
 
-def test_smoke_pipeline_trains_with_the_mini_reward_evaluates_and_reports(tmp_path):
+def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path):
+    """The whole pipeline at smoke size with two rewards, then `cross_scores` (every policy under
+    every reward) checked against what each run measured itself at its end: the run's own
+    trained and untrained policy under its own reward (summary.json's final_eval, same episodes
+    and keys) must be reproduced from the checkpoint, whichever run's parameters are swapped in."""
     args = table1.Args(
-        tasks=("hunt a cow",), rewards=("mineclip",), smoke=True, runs_dir=str(tmp_path / "runs"),
-        markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"),
+        tasks=("hunt a cow",), rewards=("mineclip", "manual"), smoke=True,
+        runs_dir=str(tmp_path / "runs"), markdown=str(tmp_path / "t.md"),
+        png=str(tmp_path / "c.png"), diagnosis=str(tmp_path / "d.md"), diagnose_episodes=4,
+        steps=("train", "evaluate", "diagnose", "report"),
     )  # fmt: skip
     numbers = table1.main(args)
     args = table1.resolved(args)
@@ -74,6 +80,22 @@ def test_smoke_pipeline_trains_with_the_mini_reward_evaluates_and_reports(tmp_pa
     assert table1.train(args) is True
     table1.evaluate(args)
     assert (out / "eval" / "results.csv").stat().st_mtime == mtime
+
+    runs = {rw: table1.run_dir(args, "hunt a cow", rw, 0) for rw in args.rewards}
+    cross = table1.cross_scores(runs, episodes=4, seed=0)  # the runs' final_eval episodes
+    for rw, out in runs.items():
+        own = json.loads((out / "summary.json").read_text())["final_eval"]["tasks"]["hunt a cow"]
+        bonus = json.loads((out / "config.json").read_text())["success_bonus"]
+        for name, policy in (("trained", f"trained by {rw}"), ("untrained", "untrained")):
+            got = cross[rw][policy]
+            assert got["success_rate"] == own[name]["success_rate"]
+            assert got["return"] == pytest.approx(own[name]["mean_return"], rel=1e-5, abs=1e-6)
+            assert got["return_without_bonus"] == pytest.approx(
+                own[name]["mean_return"] - bonus * own[name]["success_rate"], rel=1e-5, abs=1e-6
+            )
+    # the two rewards pay the same episodes differently (else the swap scored one reward twice)
+    assert cross["mineclip"]["untrained"]["return"] != cross["manual"]["untrained"]["return"]
+    assert "| trained by manual |" in (tmp_path / "d.md").read_text()
 
 
 def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise():
