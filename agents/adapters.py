@@ -81,6 +81,24 @@ def uses_target_features(cfg) -> bool:
     return cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0
 
 
+def validate_mesh(cfg) -> None:
+    """ConfigError unless the envs split evenly over the mesh's devices (`--num-devices` or all,
+    over every process under --distributed, where a process outside the mesh would hang)."""
+    ndev = cfg.num_devices or len(jax.devices())
+    if ndev > len(jax.devices()):
+        raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")
+    procs = jax.process_count()
+    if procs > 1 and ndev != len(jax.devices()):  # a process outside the mesh would hang
+        raise ConfigError(f"--num-devices {ndev} under --distributed: the mesh spans all "
+                          f"{len(jax.devices())} devices of the {procs} processes; drop it")  # fmt: skip
+    if cfg.num_envs % ndev:
+        raise ConfigError(
+            f"--num-envs {cfg.num_envs} must be a multiple of the {ndev} devices in the mesh "
+            + (f"({procs} processes x {jax.local_device_count()} devices: each process steps an "
+               "equal share)" if procs > 1 else "(or pass --num-devices)")
+        )  # fmt: skip
+
+
 def validate_tasks(cfg, stages) -> None:
     """ConfigError for tasks, rewards and backends that cannot go together (before any env is
     built): unknown tasks, cartpole mixed with others, MineCLIP without a checkpoint or frames,

@@ -31,7 +31,7 @@ import numpy as np
 from agents import learner as lrn
 from agents import losses
 from agents.episodes import per_task_totals, step_episodes
-from envs.tasks.evaluation import wilson_interval
+from envs.tasks.evaluation import SuccessCount
 
 EVAL_KEY_SALT = 0xE7A1
 """The evaluation episodes' key is `fold_in(PRNGKey(seed), EVAL_KEY_SALT)`: other worlds than
@@ -41,21 +41,13 @@ ACTIONS = "sampled"  # what the summary records: actions drawn from the policy, 
 
 
 @dataclasses.dataclass(frozen=True)
-class Score:
+class Score(SuccessCount):
     """One policy on one task: `successes` of `episodes` with their 95% Wilson interval."""
 
     episodes: int
     successes: int
     mean_return: float
     mean_length: float
-
-    @property
-    def success_rate(self) -> float:
-        return self.successes / self.episodes
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return wilson_interval(self.successes, self.episodes)
 
     def to_json(self) -> dict:
         low, high = self.interval

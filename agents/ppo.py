@@ -22,8 +22,6 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-import jax
-
 from agents import checkpoints
 from agents import train as loop
 from agents.adapters import ConfigError, task_specs
@@ -218,19 +216,7 @@ def validate(cfg: PPOConfig) -> None:
             f"--num-envs {cfg.num_envs} must be divisible by --num-minibatches "
             f"{cfg.num_minibatches} (minibatches are sets of whole envs)"
         )
-    ndev = cfg.num_devices or len(jax.devices())
-    if ndev > len(jax.devices()):
-        raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")
-    procs = jax.process_count()
-    if procs > 1 and ndev != len(jax.devices()):  # a process outside the mesh would hang
-        raise ConfigError(f"--num-devices {ndev} under --distributed: the mesh spans all "
-                          f"{len(jax.devices())} devices of the {procs} processes; drop it")  # fmt: skip
-    if cfg.num_envs % ndev:
-        raise ConfigError(
-            f"--num-envs {cfg.num_envs} must be a multiple of the {ndev} devices in the mesh "
-            + (f"({procs} processes x {jax.local_device_count()} devices: each process steps an "
-               "equal share)" if procs > 1 else "(or pass --num-devices)")
-        )  # fmt: skip
+    loop.adapters.validate_mesh(cfg)
     per_update = cfg.num_envs * cfg.num_steps
     if cfg.total_steps % per_update:
         lo, hi = cfg.total_steps // per_update * per_update, -(-cfg.total_steps // per_update) * per_update  # fmt: skip
@@ -295,8 +281,10 @@ def main(argv=None) -> None:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     keys = ("env_steps", "episodic_return", "success_rate", "sps")
-    pick = lambda v: {x: v[x] for x in keys if x in v}  # noqa: E731
-    print(json.dumps({k: pick(v) for k, v in s["seeds"].items()} if "seeds" in s else pick(s)))
+    if "seeds" in s:
+        print(json.dumps({k: {x: v[x] for x in keys if x in v} for k, v in s["seeds"].items()}))
+    else:
+        print(json.dumps({k: s[k] for k in keys if k in s}))
 
 
 if __name__ == "__main__":

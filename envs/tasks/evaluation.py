@@ -35,8 +35,24 @@ def wilson_interval(successes: int, episodes: int, z: float = Z_95) -> tuple[flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+class SuccessCount:
+    """`successes` of `episodes` (fields of the dataclass that mixes this in): the rate and its
+    95% Wilson interval."""
+
+    episodes: int
+    successes: int
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.episodes
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.successes, self.episodes)
+
+
 @dataclasses.dataclass(frozen=True)
-class TaskResult:
+class TaskResult(SuccessCount):
     """Outcome of evaluating one task."""
 
     task_id: str
@@ -55,14 +71,6 @@ class TaskResult:
             raise ValueError(
                 f"{self.task_id}: need 0 <= successes <= episodes > 0, got {self.successes}/{self.episodes}"
             )
-
-    @property
-    def success_rate(self) -> float:
-        return self.successes / self.episodes
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return wilson_interval(self.successes, self.episodes)
 
 
 _CSV_FIELDS = (
