@@ -20,17 +20,9 @@ import numpy as np
 
 from agents import adapters, losses
 from agents import learner as lrn
+from mineclip_jax.checkpoint import write_json  # noqa: F401  (the runs' JSON files)
 
 CONFIG_FILE = "config.json"
-
-
-def write_json(path: Path, obj) -> None:
-    """Write JSON atomically (a temporary file renamed over `path`): a kill mid-write leaves the
-    old file or the new one, never a truncated one."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def config_to_json(cfg) -> dict:

@@ -381,8 +381,9 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
             runner = L.init_sharded(key)
         else:  # this seed's worlds (the learner is the first seed's: the same program)
             runner = jax.jit(L.init)(key, build(scfg, tasks).env.params)
-        # copied before training donates the buffers; re-derived from the seed on --resume
-        initial.append(jax.tree.map(np.array, jax.device_get(runner.params)))
+        if cfg.final_eval_episodes > 0:  # copied before training donates the buffers;
+            # re-derived from the seed on --resume
+            initial.append(jax.tree.map(np.array, jax.device_get(runner.params)))
         if restore:
             return restore_intact(out, runner, lrn.runner_shardings(runner, L.mesh), stage)
         if carried is not None:  # multi-stage: keep SI buffer, reset the policy head

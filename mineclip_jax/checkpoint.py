@@ -51,6 +51,15 @@ EXPECTED_INPUTS = (
 )
 
 
+def write_json(path: str | os.PathLike, obj) -> None:
+    """Write JSON atomically (a temporary file renamed over `path`): a kill mid-write, or another
+    process reading meanwhile, sees the old file or the new one, never a truncated one."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def shipped_path(name: str) -> Path:
     """Directory of a model shipped with the package (e.g. "mini")."""
     if name not in SHIPPED:

@@ -58,7 +58,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from mineclip_jax import distributed
-from mineclip_jax.checkpoint import load_checkpoint, save_checkpoint
+from mineclip_jax.checkpoint import load_checkpoint, save_checkpoint, write_json
 from mineclip_jax.config import MineCLIPConfig
 from mineclip_jax.handle import MineCLIPHandle, init_params
 from mineclip_jax.model import MineCLIP
@@ -562,13 +562,6 @@ class _NoWriter:
         pass
 
 
-def _write_json(path: Path, data: dict) -> None:
-    """Atomically (another process may be reading the previous version)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     """Run (or resume) training; returns the trained handle and the final test metrics.
     Under --distributed (`distributed.initialize` done by the caller) every process calls it."""
@@ -605,7 +598,7 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     meta["train"] = {k: str(v) for k, v in dataclasses.asdict(cfg).items()}
     meta["process_count"] = jax.process_count()
     if main_process:
-        _write_json(meta_path, meta)
+        write_json(meta_path, meta)  # atomic: another process may be reading it
 
     mesh = Mesh(np.array(devices), ("data",))
     replicated = NamedSharding(mesh, P())

@@ -62,17 +62,24 @@ def _rows(run_dir):
 def _final_runner(run_dir):
     """The last checkpoint's whole learner state (params, optimizers, SI buffer, RNG, env
     states), restored in this process."""
-    from agents import checkpoints
-    from agents import learner as lrn
-    from agents.build import build
+    from agents.checkpoints import load_run
 
-    cfg = checkpoints.load_config(run_dir)
-    mgr = checkpoints.ckpt_manager(run_dir)
-    L = build(cfg, ("cartpole",)).learner
-    like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
-    runner, _ = checkpoints.restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh))
-    mgr.close()
-    return jax.device_get(runner)
+    return jax.device_get(load_run(run_dir)[2])
+
+
+def _start_pair(argv, devices: int) -> list[subprocess.Popen]:
+    """The two processes of a run, `argv(i)` the arguments of process i after the interpreter."""
+    return [
+        subprocess.Popen(
+            [sys.executable, *argv(i)],
+            env=process_env(devices),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for i in range(2)
+    ]
 
 
 def _kill_after_markers(procs, marker, timeout_s):
@@ -102,27 +109,9 @@ def test_killed_two_process_run_resumes_exactly(tmp_path):
                         count=2, devices=2, timeout_s=600))  # fmt: skip
 
     marker, port = tmp_path / "stalled", free_port()
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _STALLED,
-                str(marker),
-                *FLAGS,
-                *cache,
-                "--out",
-                str(killed),
-                *_dist(i, port),
-            ],
-            env=process_env(2),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for i in range(2)
-    ]
+    procs = _start_pair(
+        lambda i: ["-c", _STALLED, str(marker), *FLAGS, *cache, "--out", str(killed),
+                   *_dist(i, port)], devices=2)  # fmt: skip
     assert _kill_after_markers(procs, marker, timeout_s=600) == [-9, -9]
     assert [r["update"] for r in _rows(killed)] == [1, 2, 3]
     assert sorted(p.name for p in (killed / "checkpoints").iterdir() if p.name.isdigit()) == ["2"]
@@ -156,17 +145,7 @@ def test_envs_that_do_not_split_over_the_processes_are_refused_by_each(tmp_path,
     port = free_port()
     cmd = [*CLI, "--task", "cartpole", "--num-minibatches", "1", "--num-steps", "4",
            "--total-steps", "48", "--no-progress", "--out", str(tmp_path / "run"), *flags]  # fmt: skip
-    procs = [
-        subprocess.Popen(
-            [sys.executable, *cmd, *_dist(i, port)],
-            env=process_env(1),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for i in range(2)
-    ]
+    procs = _start_pair(lambda i: [*cmd, *_dist(i, port)], devices=1)
     try:
         errs = [p.communicate(timeout=120)[1] for p in procs]
     finally:
