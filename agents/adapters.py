@@ -230,16 +230,7 @@ def compact_action_prior(kind: str) -> tuple[float, ...] | None:
         raise ConfigError(f"--action-prior must be uniform or balanced, got {kind!r}")
     from envs import spaces
 
-    def group(name: str) -> int:
-        if name.startswith("camera_pitch+0_"):
-            return 0
-        if name.startswith("camera"):
-            return 1
-        return 3 if name in ("use", "attack") else 2
-
-    groups = [group(n) for n in spaces.COMPACT_NAMES]
-    sizes = np.bincount(groups, minlength=4)
-    return tuple(float(np.log(1.0 / (4.0 * sizes[g]))) for g in groups)
+    return tuple(float(x) for x in spaces.balanced_compact_logits())
 
 
 # ----------------------------------------------------------------------------- observations

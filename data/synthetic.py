@@ -4,17 +4,21 @@
 
 Each episode runs one scripted behaviour of `envs.voxel.scripted` in one of the paper's 12 task
 worlds: the oracle that solves the task (approach from a distance, the act, the success event),
-the oracle sent to the wrong animal, circling the target without reaching it, wandering, or
-random actions. Worlds, biomes and times of day come from the task and the world pool. Every
-tick is rendered at the agents' frame size (default 48x64), so clips look exactly like what a
-policy sees. From each episode `clips_per_episode` windows of 16 frames (one frame every 1 or
-2 ticks) are cut: one around the success event when there is one, one during the approach, one
-at random.
+the oracle sent to the wrong animal, circling the target without reaching it, wandering,
+random actions, or acting as a fresh RL agent does (balanced random compact actions held for 4
+ticks: the frames a MineCLIP reward meets first, which an earlier model without them scored
+high for "hunt a cow" when no cow was in view). Worlds, biomes and times of day come from the
+task and the world pool. Every tick is rendered at the agents' frame size (default 48x64), so
+clips look exactly like what a policy sees. From each episode `clips_per_episode` windows of 16
+frames (one frame every 1 to 4 ticks; 4 is an agent's step) are cut: one around the success
+event when there is one, one during the approach, one at random.
 
-Captions come from the simulator's ground truth over the window (kills by mob type, shears,
-milk, carpets placed, depth dug, water, distance to the portal or target), through an act label
-(`kill:cow`, `approach:zombie`, `ocean`, `wander`, ...) and one of several phrasings per label,
-as a narrator would say them. No caption contains one of the 12 task prompts verbatim: the
+Captions come from the simulator's ground truth over the window (kills by mob type, hits on the
+target, shears, milk, carpets placed, depth dug, water, distance to and sight of the portal or
+target), through an act label (`kill:cow`, `hit:cow`, `chase:cow` for a hunt's approach,
+`approach:sheep` for a milking or shearing one, `near:cow` for a target in view and close,
+`circle:zombie`, `ocean`, `wander`, ...) and one of several phrasings per label, as a narrator
+would say them. No caption contains one of the 12 task prompts verbatim: the
 reward must come from language generalisation, as MineCLIP's prompts differ from YouTube
 transcripts. The act label is stored with each clip; clips with the same label have
 equivalent captions (the retrieval benchmark counts them as matches).
@@ -109,11 +113,28 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "run in circles near a {m}", "keep away from the {m}",
     ),
     "approach_place": ("walk toward the {m}", "head for the {m}", "look for the {m}"),
+    # The approach of a hunt, as a narrator about to kill says it (the oracle in attack mode).
+    "chase": (
+        "chase the {m}", "go after the {m} to kill it", "run after a {m} to hunt it",
+        "chase down the {m}", "going hunting for a {m}", "sneak up on a {m} to kill it",
+    ),
+    # The target struck in the window (any controller), before it dies.
+    "hit": (
+        "hit the {m}", "attack the {m}", "punch a {m}", "strike the {m} again",
+        "hunting the {m}, hit it", "hit a {m} with the sword",
+    ),
+    # The target in view and close at the window's end, whatever the player did.
+    "near": (
+        "a {m} right in front of the player", "stand next to a {m}", "a {m} close by",
+        "look at a {m} up close", "face the {m} from a few blocks away",
+    ),
     "wander": ("walk around", "wander around", "explore the area", "look around", "roam about"),
 }  # fmt: skip
 
 # Behaviours: (name, task prompt, scripted behaviour, target override, sampling weight).
-_ORACLE, _CIRCLE, _WANDER, _RANDOM = range(4)  # = envs.voxel.scripted.BEHAVIOUR_*
+_ORACLE, _CIRCLE, _WANDER, _RANDOM, _AGENT = range(5)  # = envs.voxel.scripted.BEHAVIOUR_*
+MAX_STRIDE = 4  # ticks between a clip's frames: 1..4 (4: an agent acting every 4 ticks)
+NEAR_DISTANCE = 5.0  # blocks: a visible target this close at a window's end is "near"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +143,7 @@ class Behaviour:
 
     name: str  # behaviour id, also in clip ids.
     task: str  # prompt of the paper task whose initial conditions the episode starts from.
-    controller: int  # envs.voxel.scripted.BEHAVIOUR_* (oracle, circle, wander, random).
+    controller: int  # envs.voxel.scripted.BEHAVIOUR_* (oracle, circle, wander, random, agent).
     target: str = ""  # entity the oracle steers to instead of the task's own ("" = the task's).
     weight: float = 1.0  # relative sampling frequency of episodes.
 
@@ -134,6 +155,7 @@ def _behaviours() -> tuple[Behaviour, ...]:
         out.append(Behaviour(f"{slug}", prompt, _ORACLE, weight=3.0))
         out.append(Behaviour(f"wander_{slug}", prompt, _WANDER, weight=0.5))
         out.append(Behaviour(f"random_{slug}", prompt, _RANDOM, weight=0.5))
+        out.append(Behaviour(f"agent_{slug}", prompt, _AGENT, weight=1.0))
         if act.startswith("kill:") or act in ("milk", "shear", "portal"):
             out.append(Behaviour(f"circle_{slug}", prompt, _CIRCLE, weight=1.0))
     for prompt in ("hunt a cow", "milk a cow", "hunt a sheep", "shear a sheep"):
@@ -185,10 +207,11 @@ class SyntheticConfig:
 # ---------------------------------------------------------------------------------------------
 
 
-def _truth_row(state, params, start_y, success, done):
-    """Simulator ground truth the captioner reads, for one tick."""
+def _truth_row(state, params, start_y, success, done, hit):
+    """Simulator ground truth the captioner reads, for one tick (`hit`: the tick's attack
+    struck the task's target)."""
     from envs import spaces
-    from envs.voxel import scripted
+    from envs.voxel import scripted, signals
     from envs.voxel import tables as T
 
     p = state.player
@@ -212,6 +235,8 @@ def _truth_row(state, params, start_y, success, done):
         "pitch": p.pitch.astype(jnp.float32),
         "in_water": jnp.asarray(T.BLOCK_LIQUID)[state.blocks[body[0], body[1], body[2]]] > 0,
         "target_distance": jnp.linalg.norm((target - p.pos)[jnp.array([0, 2])]),
+        "target_visible": signals.task_signals(state, params).target_visible,
+        "hit": hit,
         "portal_distance": jnp.linalg.norm(state.portal_center - p.pos - jnp.array([0, 1.0, 0])),
         "world_time": state.world_time.astype(jnp.int32),
         "biome": state.biome[x, z].astype(jnp.int32),
@@ -243,16 +268,19 @@ def episode_fn(static, ticks: int, mesh=None):
             state, done = carry
             k, tick = inp
             k_act, k_step = jax.random.split(k)
-            action = scripted.scripted_action(behaviour, state, params, mode, k_act, tick)
+            action = scripted.scripted_action(behaviour, state, params, mode, k_act, tick, k_run)
             _, new, _, term, trunc, info = E.step(k_step, state, action, params, step_static)
             state = jax.tree.map(lambda a, b: jnp.where(done, a, b), state, new)
             ended = done | term | trunc
-            row = _truth_row(state, params, start_y, info["success"] & ~done, ended)
+            hit = info["signals"].attack_hit_target & ~done
+            row = _truth_row(state, params, start_y, info["success"] & ~done, ended, hit)
             return (state, ended), (E.render_state(state, static), row)
 
         first = (
             E.render_state(state, static),
-            _truth_row(state, params, start_y, jnp.bool_(False), jnp.bool_(False)),
+            _truth_row(
+                state, params, start_y, jnp.bool_(False), jnp.bool_(False), jnp.bool_(False)
+            ),
         )
         _, (frames, rows) = jax.lax.scan(
             body, (state, jnp.bool_(False)), (jax.random.split(k_run, ticks), jnp.arange(ticks))
@@ -336,7 +364,8 @@ def choose_windows(truth: dict, behaviour: Behaviour, count: int, rng) -> list[t
     hits = np.flatnonzero(truth["success"])
     windows = []
     for i in range(count):
-        stride = int(rng.integers(1, 3))
+        # The widest spacing whose window fits in the episode (--episode-ticks >= 32 fits 2).
+        stride = int(rng.integers(1, min(MAX_STRIDE, (n - 1) // (NUM_FRAMES - 1)) + 1))
         lo = stride * (NUM_FRAMES - 1)
         hi = n - 1
         if hits.size:
@@ -377,13 +406,21 @@ def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
     if truth["portal_distance"][end] < 3.0:
         return "portal"
     target = _target_name(behaviour)
+    if target in MOBS and np.any(truth["hit"][start + 1 : end + 1]):
+        return "hit:" + target
     closer = truth["target_distance"][start] - truth["target_distance"][end]
     if behaviour.controller == _ORACLE and target and closer >= 1.0:
-        return ("approach:" if target in MOBS else "approach_place:") + target
+        if target not in MOBS:
+            return "approach_place:" + target
+        hunting = TASK_ACTS[behaviour.task].startswith("kill:")
+        return ("chase:" if hunting else "approach:") + target
     if behaviour.controller == _CIRCLE and target:
         near = truth["target_distance"][start : end + 1].min() < 8.0
         if near and target in MOBS:
             return "circle:" + target
+    if (target in MOBS and truth["target_visible"][end]
+            and truth["target_distance"][end] < NEAR_DISTANCE):  # fmt: skip
+        return "near:" + target
     return "wander"
 
 

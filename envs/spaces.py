@@ -106,6 +106,26 @@ COMPACT_NAMES: tuple[str, ...] = tuple(
 )
 
 
+def balanced_compact_logits() -> np.ndarray:
+    """Log-probabilities float64 [89] of the "balanced" distribution over the compact actions:
+    four groups get a quarter of the probability each, uniform within a group: level camera
+    turns (pitch 0, 9 incl. the no-op), turns that change the pitch (72), movement (6) and
+    {use, attack}. A uniform choice tilts the view on 72 of 89 steps and so stares at the sky
+    or the ground; this one is how a fresh agent acts (agents' --action-prior balanced) and how
+    the MineCLIP training clips' agent-like controller acts (envs.voxel.scripted)."""
+
+    def group(name: str) -> int:
+        if name.startswith("camera_pitch+0_"):
+            return 0
+        if name.startswith("camera"):
+            return 1
+        return 3 if name in ("use", "attack") else 2
+
+    groups = np.array([group(n) for n in COMPACT_NAMES])
+    sizes = np.bincount(groups, minlength=4)
+    return np.log(1.0 / (4.0 * sizes[groups]))
+
+
 # ---------------------------------------------------------------------------------------------
 # Observation space
 # ---------------------------------------------------------------------------------------------

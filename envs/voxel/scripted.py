@@ -14,7 +14,9 @@ is under the crosshair. It solves the paper's 12 tasks in most worlds and is wha
 MineCLIP training clips need on top of the oracle (one controller set for tests, recordings and
 ``data.synthetic``): ``BEHAVIOUR_CIRCLE`` circles the target at a few blocks without reaching
 it, ``BEHAVIOUR_WANDER`` walks about with random turns, ``BEHAVIOUR_RANDOM`` draws uniformly
-random actions (no inventory operations). Approaching the wrong mob is the oracle with another
+random actions (no inventory operations) and ``BEHAVIOUR_AGENT`` acts as a fresh agent does (a
+compact action from the balanced prior, held for ``AGENT_ACTION_REPEAT`` ticks: the frames an
+RL agent's MineCLIP reward will see first). Approaching the wrong mob is the oracle with another
 ``params.target_entity``.
 """
 
@@ -28,7 +30,8 @@ from envs.voxel import env as E
 from envs.voxel import physics
 
 MODE_ATTACK, MODE_USE, MODE_GOTO, MODE_DIG, MODE_PLACE = range(5)
-BEHAVIOUR_ORACLE, BEHAVIOUR_CIRCLE, BEHAVIOUR_WANDER, BEHAVIOUR_RANDOM = range(4)
+BEHAVIOUR_ORACLE, BEHAVIOUR_CIRCLE, BEHAVIOUR_WANDER, BEHAVIOUR_RANDOM, BEHAVIOUR_AGENT = range(5)
+AGENT_ACTION_REPEAT = 4  # ticks per agent action (agents.ppo's default --action-repeat)
 CIRCLE_RADIUS = 4.0  # blocks: the circling controller turns away inside this distance
 
 
@@ -177,9 +180,19 @@ def random_action(key):
     return action.at[5].set(jnp.where(fn >= spaces.FN_CRAFT, spaces.FN_ATTACK, fn)).at[6].set(0)
 
 
-def scripted_action(behaviour, state, params, mode, key, tick):
+def agent_action(episode_key, tick):
+    """The compact action a fresh agent would take at ``tick``: drawn from the balanced prior
+    (``spaces.balanced_compact_logits``) once per ``AGENT_ACTION_REPEAT`` ticks, from a key that
+    depends only on the episode and the action's index (so it is held between draws)."""
+    key = jax.random.fold_in(episode_key, tick // AGENT_ACTION_REPEAT)
+    idx = jax.random.categorical(key, jnp.asarray(spaces.balanced_compact_logits(), jnp.float32))
+    return jnp.asarray(spaces.COMPACT_ACTIONS, jnp.int32)[idx]
+
+
+def scripted_action(behaviour, state, params, mode, key, tick, episode_key=None):
     """MineDojo action int32 [8] of ``behaviour`` (``BEHAVIOUR_*``, may be traced); ``mode`` is
-    the oracle mode (``mode_for``) used by ``BEHAVIOUR_ORACLE``."""
+    the oracle mode (``mode_for``) used by ``BEHAVIOUR_ORACLE``; ``key`` is the tick's key and
+    ``episode_key`` the episode's (``BEHAVIOUR_AGENT`` holds its action; default: ``key``)."""
     return jax.lax.switch(
         behaviour,
         [
@@ -187,5 +200,6 @@ def scripted_action(behaviour, state, params, mode, key, tick):
             lambda: circle_action(state, params),
             lambda: wander_action(state, key, tick),
             lambda: random_action(key),
+            lambda: agent_action(key if episode_key is None else episode_key, tick),
         ],
     )

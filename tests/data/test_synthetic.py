@@ -27,6 +27,8 @@ def _truth(n=40, **series):
         "pitch": np.zeros(n + 1, np.float32),
         "in_water": np.zeros(n + 1, bool),
         "target_distance": np.full(n + 1, 10.0, np.float32),
+        "target_visible": np.zeros(n + 1, bool),
+        "hit": np.zeros(n + 1, bool),
         "portal_distance": np.full(n + 1, 30.0, np.float32),
         "world_time": np.full(n + 1, 1000, np.int32),
         "biome": np.full(n + 1, spaces.biome_id("plains"), np.int32),
@@ -42,7 +44,7 @@ def test_task_acts_cover_the_twelve_paper_prompts():
 def test_no_caption_contains_a_task_prompt():
     rng = np.random.default_rng(0)
     labels = [f"kill:{m}" for m in S.MOBS] + [
-        f"{k}:{m}" for k in ("approach", "circle") for m in S.MOBS
+        f"{k}:{m}" for k in ("approach", "circle", "chase", "hit", "near") for m in S.MOBS
     ]
     labels += ["milk", "shear", "portal", "ocean", "dig", "carpet", "wander"]
     labels += ["approach_place:nether portal", "approach_place:ocean"]
@@ -80,10 +82,30 @@ def test_act_labels_follow_the_ground_truth():
     kills[30:, spaces.entity_id("pig")] = 1  # the oracle killed a pig, not the cow
     assert S.act_label(_truth(kills=kills), hunt, 35, 2) == "kill:pig"
     assert S.act_label(_truth(kills=kills), hunt, 29, 1) != "kill:pig"  # before the kill
-    # Approaching: the target got 3 blocks closer during the window.
+    # Approaching: the target got 3 blocks closer during the window; an oracle that will
+    # attack is chasing, one that will milk is approaching.
     closer = np.linspace(10, 4, 41).astype(np.float32)
-    assert S.act_label(_truth(target_distance=closer), hunt, 40, 2) == "approach:cow"
+    assert S.act_label(_truth(target_distance=closer), hunt, 40, 2) == "chase:cow"
+    assert S.act_label(_truth(target_distance=closer), BY_NAME["milk"], 40, 2) == "approach:cow"
+    assert (
+        S.act_label(_truth(target_distance=closer), BY_NAME["wander_kill_cow"], 40, 2) == "wander"
+    )
     assert S.act_label(_truth(), hunt, 40, 2) == "wander"
+    # A hit on the target inside the window (frames 10..40 at stride 2), not before it.
+    hit = np.zeros(41, bool)
+    hit[25] = True
+    assert S.act_label(_truth(hit=hit), BY_NAME["agent_kill_cow"], 40, 2) == "hit:cow"
+    assert S.act_label(_truth(hit=hit), BY_NAME["agent_kill_cow"], 24, 1) == "wander"
+    # The target in view and close at the window's end, whatever the controller.
+    close = np.full(41, S.NEAR_DISTANCE - 1, np.float32)
+    seen = np.ones(41, bool)
+    agent = BY_NAME["agent_kill_sheep"]
+    assert S.act_label(_truth(target_distance=close, target_visible=seen), agent, 40, 2) == (
+        "near:sheep"
+    )
+    assert S.act_label(_truth(target_distance=close), agent, 40, 2) == "wander"  # not in view
+    far = np.full(41, S.NEAR_DISTANCE + 1, np.float32)
+    assert S.act_label(_truth(target_distance=far, target_visible=seen), agent, 40, 2) == "wander"
     # Walking downhill is not digging; mining while looking down is.
     downhill = np.linspace(0, 3, 41).astype(np.float32)
     dig = BY_NAME["dig"]
@@ -103,13 +125,17 @@ def test_windows_hold_the_success_event_and_the_approach():
     success = np.zeros(161, bool)
     success[100] = True
     rng = np.random.default_rng(0)
+    strides = set()
     for _ in range(20):
         (end0, s0), (end1, s1), (end2, s2) = S.choose_windows(
             {"success": success}, BY_NAME["kill_cow"], 3, rng
         )
         assert 100 <= end0 <= 103 and end0 - 15 * s0 <= 100
-        assert end1 < 100 - 15 * s1
+        assert 15 * s1 <= end1 < 100  # before the success event
+        assert 1 <= min(s0, s1, s2) and max(s0, s1, s2) <= S.MAX_STRIDE
         assert 15 * s2 <= end2 <= 103
+        strides |= {s0, s1, s2}
+    assert strides == set(range(1, S.MAX_STRIDE + 1))  # every frame spacing, the agent's 4 too
     np.testing.assert_array_equal(S.window_frames(40, 2), np.arange(10, 41, 2))
 
 
