@@ -130,11 +130,20 @@ def oracle_action(state, params, mode):
     )
 
 
-def _level_pitch_bin(state):
-    return _turn_bins(-state.player.pitch)
+def _level_pitch_bin(state, pitch_deg=0.0):
+    """Camera pitch value turning toward ``pitch_deg`` (0: level; positive looks down)."""
+    return _turn_bins(pitch_deg - state.player.pitch)
 
 
-def circle_action(state, params):
+def episode_pitch(episode_key):
+    """The camera pitch (0, 15, 30 or 45 degrees down) the circling and wandering controllers
+    hold for a whole episode: looking down at grass is how the oracle sees an animal it hits,
+    so clips without the animal must show that view too, or a model learns the view for the
+    act."""
+    return 15.0 * jax.random.randint(jax.random.fold_in(episode_key, 2**31 - 1), (), 0, 4)
+
+
+def circle_action(state, params, pitch_deg=0.0):
     """Walk around the task's target at about ``CIRCLE_RADIUS`` blocks, never reaching it: head
     for it from afar, and keep it 80 degrees to the left once close (a near miss)."""
     p = state.player
@@ -147,7 +156,8 @@ def circle_action(state, params):
     yaw_bin = _turn_bins(want_yaw + offset - p.yaw)
     jump = _blocked_ahead(state)
     return jnp.array(
-        [1, 0, jnp.where(jump, 1, 0), _level_pitch_bin(state), yaw_bin, 0, 0, 0], jnp.int32
+        [1, 0, jnp.where(jump, 1, 0), _level_pitch_bin(state, pitch_deg), yaw_bin, 0, 0, 0],
+        jnp.int32,
     )
 
 
@@ -163,13 +173,15 @@ def _blocked_ahead(state):
     )
 
 
-def wander_action(state, key, tick):
-    """Walk forward with a random 15-degree turn every 8 ticks, jumping over steps."""
+def wander_action(state, key, tick, pitch_deg=0.0):
+    """Walk forward with a random 15-degree turn every 8 ticks, jumping over steps, the camera
+    at ``pitch_deg``."""
     turn = jax.random.randint(key, (), 10, 15)  # -30 .. +30 degrees
     yaw_bin = jnp.where(tick % 8 == 0, turn, 12)
     jump = _blocked_ahead(state)
     return jnp.array(
-        [1, 0, jnp.where(jump, 1, 0), _level_pitch_bin(state), yaw_bin, 0, 0, 0], jnp.int32
+        [1, 0, jnp.where(jump, 1, 0), _level_pitch_bin(state, pitch_deg), yaw_bin, 0, 0, 0],
+        jnp.int32,
     )
 
 
@@ -192,13 +204,15 @@ def agent_action(episode_key, tick):
 def scripted_action(behaviour, state, params, mode, key, tick, episode_key=None):
     """MineDojo action int32 [8] of ``behaviour`` (``BEHAVIOUR_*``, may be traced); ``mode`` is
     the oracle mode (``mode_for``) used by ``BEHAVIOUR_ORACLE``; ``key`` is the tick's key and
-    ``episode_key`` the episode's (``BEHAVIOUR_AGENT`` holds its action; default: ``key``)."""
+    ``episode_key`` the episode's (``BEHAVIOUR_AGENT`` holds its action, circling and wandering
+    hold ``episode_pitch``; default: ``key`` for the agent, a level camera for the others)."""
+    pitch = 0.0 if episode_key is None else episode_pitch(episode_key)
     return jax.lax.switch(
         behaviour,
         [
             lambda: oracle_action(state, params, mode),
-            lambda: circle_action(state, params),
-            lambda: wander_action(state, key, tick),
+            lambda: circle_action(state, params, pitch),
+            lambda: wander_action(state, key, tick, pitch),
             lambda: random_action(key),
             lambda: agent_action(key if episode_key is None else episode_key, tick),
         ],

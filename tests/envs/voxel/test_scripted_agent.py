@@ -52,3 +52,24 @@ def test_scripted_action_agent_uses_the_episode_key():
     for x in a[1:]:
         np.testing.assert_array_equal(x, a[0])  # per-tick keys differ, the held action not
     np.testing.assert_array_equal(a[0], scripted.agent_action(ep, 0))
+
+
+def test_wandering_and_circling_hold_the_episode_pitch():
+    from envs import tasks
+    from envs.voxel import env as E
+    from tests.envs.voxel import helpers as H
+
+    pitches = {float(scripted.episode_pitch(jax.random.PRNGKey(i))) for i in range(64)}
+    assert pitches == {0.0, 15.0, 30.0, 45.0}  # degrees down, one per episode
+    params = E.make_params(tasks.get("hunt a cow"), H.STATIC, pool=H.pool())
+    _, state = E.reset(jax.random.PRNGKey(0), params, H.STATIC)
+    state = state.replace(player=state.player.replace(pitch=jnp.float32(0.0)))
+    for i in range(8):
+        ep = jax.random.PRNGKey(100 + i)
+        want = 12 + int(scripted.episode_pitch(ep)) // 15  # camera bins of 15 degrees, 12 = 0
+        for behaviour in (scripted.BEHAVIOUR_WANDER, scripted.BEHAVIOUR_CIRCLE):
+            a = scripted.scripted_action(behaviour, state, params, 0, jax.random.PRNGKey(i), 1, ep)
+            assert int(a[3]) == want
+        # Without an episode key the camera stays level (the tests' and recordings' default).
+        a = scripted.scripted_action(scripted.BEHAVIOUR_WANDER, state, params, 0, ep, 1)
+        assert int(a[3]) == 12
