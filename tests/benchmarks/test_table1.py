@@ -97,6 +97,25 @@ def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path):
     assert cross["mineclip"]["untrained"]["return"] != cross["manual"]["untrained"]["return"]
     assert "| trained by manual |" in (tmp_path / "d.md").read_text()
 
+    # benchmarks.reward_probe re-scores the recorded frames as a whole trajectory; on every step
+    # before an episode's end that must be the reward the run's own 16-frame cache paid.
+    import mineclip_jax as mcj
+    from agents.checkpoints import load_run
+    from benchmarks import reward_probe
+
+    params = load_run(runs["mineclip"])[2].params
+    rec = reward_probe.record(runs["mineclip"], {"trained": params}, episodes=16, seed=1)["trained"]
+    assert rec["rgb"].shape[:2] == (16, rec["reward"].shape[1] + 1)
+    direct, p = reward_probe.goal_probability(mcj.load_checkpoint("mini"), "hunt a cow", rec["rgb"])
+    paid = rec["live"] & ~rec["done"]
+    assert paid.sum() > 100
+    np.testing.assert_allclose(direct[:, 1:][paid], rec["reward"][paid], rtol=1e-4, atol=1e-5)
+    bins = reward_probe.by_view(p[:, 1:], rec["visible"], rec["distance"], rec["live"])
+    assert sum(f for _, f in bins.values()) == pytest.approx(1.0)
+    far = rec["live"] & rec["visible"] & (rec["distance"] >= 6)
+    if far.any():
+        assert bins["in view, >= 6 blocks"][0] == pytest.approx(float(np.mean(p[:, 1:][far])))
+
 
 def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise():
     args = table1.Args()
