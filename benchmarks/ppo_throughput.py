@@ -1,16 +1,22 @@
-"""PPO throughput and return on envpool CartPole-v1: our jitted learner vs Stable-Baselines3 PPO.
+"""PPO throughput and return on CartPole: our jitted learner vs a minimal PPO and Stable-Baselines3.
 
     python benchmarks/ppo_throughput.py                      # 500k steps each, 4 envs x 128 steps
-    python benchmarks/ppo_throughput.py --total-steps 100000 --skip-sb3
+    python benchmarks/ppo_throughput.py --num-envs 8 --total-steps 204800 --skip-sb3 --reference-minimal
+    python benchmarks/ppo_throughput.py --num-envs 8 --total-steps 204800 --skip-sb3 --seeds 3
 
 Ours: envpool's XLA interface (`env.xla()`) stepped inside a `lax.scan`, the rollout and the
 `agents.learner.Learner.ppo_update` (GAE, 4 epochs x 4 minibatches, Adam, annealed lr) in ONE
 jitted, donated call per iteration; envpool's NEXT_STEP auto-reset transition is masked.
-Baseline: SB3 PPO ("MlpPolicy", 64-64 tanh like ours, same 8 envs x 128 steps, 4 epochs,
-batch 256, same lr/clip/gamma/lambda/entropy) on its standard DummyVecEnv, in this process.
-Both report env steps per second including learning, and the mean return of the last 20 finished
-episodes of training plus a 20-episode greedy evaluation. Needs the `envpool` extra and, for the
-baseline, `torch` + `stable-baselines3`. Prints the machine load beside the figures.
+`--reference-minimal`: an independent minimal PPO (purejaxrl's shape) on the same envpool
+CartPole with the same network and hyper-parameters, trained in rounds alternating with ours in
+this process: the ratio is what the learner's generality costs. `--seeds K`: the project's
+learner on its JAX CartPole (SI on), K seeds in one program vs K sequential runs vs one seed with
+K times the envs (the most batching can give on this machine), alternating rounds.
+Baseline: SB3 PPO ("MlpPolicy", 64-64 tanh like ours, same envs x 128 steps, 4 epochs,
+4 minibatches, same lr/clip/gamma/lambda/entropy) on its standard DummyVecEnv, in this process.
+All report env steps per second including learning, and PPO runs the mean return of the last
+20 finished training episodes plus a 20-episode greedy evaluation. Needs the `envpool` extra
+and, for the baseline, `torch` + `stable-baselines3`. Prints the machine load beside the figures.
 """
 
 from __future__ import annotations
@@ -40,6 +46,12 @@ class Args:
     """run only ours"""
     out: str = ""
     """optional JSON file for the figures"""
+    envpool_threads: int = 0
+    """envpool worker threads (0: envpool's default)"""
+    reference_minimal: bool = False
+    """also train an independent minimal PPO on the same envpool CartPole, alternating rounds with ours"""
+    round_updates: int = 10
+    """updates per round when alternating with --reference-minimal"""
     seeds: int = 0
     """K > 0: also time K seeds in one program (agents.learner, JAX CartPole) against K sequential single-seed runs"""
 
@@ -48,8 +60,20 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_ours(args: Args) -> dict:
+def _envpool(args: Args, num_envs: int, seed: int):
     import envpool
+
+    # num_threads: envpool's worker pool (0: its default); 1 vs 0 changed both PPOs alike and
+    # within this machine's noise (one run each way, load 3).
+    return envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs,
+                        batch_size=num_envs, seed=seed, num_threads=args.envpool_threads)  # fmt: skip
+
+
+def ours_program(args: Args):
+    """The project's learner on envpool's XLA CartPole: a benchmark-local rollout (envpool's
+    handle is one batched stateful env, not `agents.learner.JaxEnv`'s functional per-env
+    signature) and `Learner.ppo_update` (GAE, epochs x minibatches, Adam, annealed lr) in ONE
+    jitted, donated call per update. Returns (iteration, state, greedy_action(state, obs))."""
     import jax
     import jax.numpy as jnp
 
@@ -63,8 +87,7 @@ def run_ours(args: Args) -> dict:
         max_grad_norm=0.5, update_epochs=4, num_minibatches=4, gamma=0.99, gae_lambda=0.95,
         smooth_coef=0.0, si_every=0, num_devices=1, unroll=False,
     )  # fmt: skip
-    envs = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=args.num_envs,
-                        batch_size=args.num_envs, seed=args.seed)  # fmt: skip
+    envs = _envpool(args, args.num_envs, args.seed)
     handle, _, _, step_env = envs.xla()
     obs0, _ = envs.reset()
     net = networks.MLPActorCritic((2,))
@@ -104,40 +127,184 @@ def run_ours(args: Args) -> dict:
             return r, (t, jnp.where(done, ret, jnp.nan))
 
         r, (traj, finished) = jax.lax.scan(step, r, None, cfg.num_steps)
-        r, m = L.ppo_update(r, traj)
+        r, _ = L.ppo_update(r, traj)
         return r, finished
 
-    it = jax.jit(iteration, donate_argnums=0)
-    returns: list[float] = []
-    t0 = time.time()
-    runner, fin = it(runner)
-    jax.block_until_ready(runner)
-    compile_s = time.time() - t0
-    t1 = time.time()
-    for _ in range(L.num_updates - 1):
-        runner, fin = it(runner)
-        f = np.asarray(fin)
-        returns.extend(f[~np.isnan(f)].tolist())
-    jax.block_until_ready(runner)
-    wall = time.time() - t1
-    sps = (L.num_updates - 1) * n * cfg.num_steps / wall
+    def greedy(r, o):
+        return losses.mode(L.apply(r.params, {"state": o}, None)[0], (2,))[:, 0]
 
-    # greedy evaluation on a fresh envpool (host loop)
-    ev = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=20, seed=args.seed + 99)
+    return jax.jit(iteration, donate_argnums=0), runner, greedy, L.num_updates
+
+
+def minimal_program(args: Args):
+    """An independent minimal PPO (purejaxrl's shape, written here without the project's code):
+    the same envpool XLA CartPole, 64-64 tanh actor and critic, the same hyper-parameters and
+    annealing, rollout + GAE + 4 epochs x 4 minibatches in one jitted, donated call. The
+    reference for what a PPO without the learner's generality (factorised actions, masks,
+    traced hyper-parameters, SI hooks) costs on this machine."""
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    n, t_len = args.num_envs, args.num_steps
+    updates = args.total_steps // (n * t_len)
+    envs = _envpool(args, n, args.seed)
+    handle, _, _, step_env = envs.xla()
+    obs0, _ = envs.reset()
+
+    class ActorCritic(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def mlp(out, gain):
+                h = x
+                for _ in range(2):
+                    h = nn.tanh(nn.Dense(64, kernel_init=nn.initializers.orthogonal(2**0.5))(h))
+                return nn.Dense(out, kernel_init=nn.initializers.orthogonal(gain))(h)
+
+            return mlp(2, 0.01), mlp(1, 1.0)[:, 0]
+
+    net = ActorCritic()
+    params = net.init(jax.random.PRNGKey(args.seed), jnp.zeros((1, 4)))
+    lr = optax.linear_schedule(2.5e-4, 0.0, updates * 4 * 4)
+    tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(lr, eps=1e-5))
+    state = (params, tx.init(params), handle, jnp.asarray(obs0, jnp.float32),
+             jnp.zeros(n, bool), jnp.zeros(n), jax.random.PRNGKey(args.seed + 1))  # fmt: skip
+
+    def loss_fn(p, batch):
+        obs, act, old_logp, adv, ret, mask = batch
+        logits, value = net.apply(p, obs)
+        logp_all = jax.nn.log_softmax(logits)
+        logp = jnp.take_along_axis(logp_all, act[:, None], axis=1)[:, 0]
+        w = mask / jnp.maximum(mask.sum(), 1.0)
+        adv = (adv - (adv * w).sum()) / (
+            jnp.sqrt((((adv - (adv * w).sum()) ** 2) * w).sum()) + 1e-8
+        )
+        ratio = jnp.exp(logp - old_logp)
+        pg = -(jnp.minimum(ratio * adv, jnp.clip(ratio, 0.8, 1.2) * adv) * w).sum()
+        v = (0.5 * (value - ret) ** 2 * w).sum()
+        ent = (-(jnp.exp(logp_all) * logp_all).sum(-1) * w).sum()
+        return pg + 0.5 * v - 0.01 * ent
+
+    def iteration(state):
+        params, opt, handle, obs, skip, ep_ret, key = state
+
+        def step(c, _):
+            handle, obs, skip, ep_ret, key = c
+            key, k = jax.random.split(key)
+            logits, value = net.apply(params, obs)
+            act = jax.random.categorical(k, logits)
+            logp = jnp.take_along_axis(jax.nn.log_softmax(logits), act[:, None], axis=1)[:, 0]
+            handle, (nobs, rew, term, trunc, _) = step_env(handle, act)
+            valid = ~skip  # envpool's NEXT_STEP reset step: masked, as in ours
+            done = (term | trunc) & valid
+            rew = jnp.where(valid, rew, 0.0).astype(jnp.float32)
+            ret = ep_ret + rew
+            out = (obs, act, logp, value, rew, done, valid, jnp.where(done, ret, jnp.nan))
+            return (handle, nobs.astype(jnp.float32), done, jnp.where(done, 0.0, ret), key), out
+
+        (handle, obs, skip, ep_ret, key), traj = jax.lax.scan(
+            step, (handle, obs, skip, ep_ret, key), None, t_len
+        )
+        o, a, logp, value, rew, done, valid, finished = traj
+        _, last_value = net.apply(params, obs)
+
+        def gae(carry, x):
+            adv, next_value = carry
+            r, v, d = x
+            nonterminal = 1.0 - d.astype(jnp.float32)
+            delta = r + 0.99 * next_value * nonterminal - v
+            adv = delta + 0.99 * 0.95 * nonterminal * adv
+            return (adv, v), adv
+
+        _, adv = jax.lax.scan(gae, (jnp.zeros(n), last_value), (rew, value, done), reverse=True)
+        flat = lambda x: x.reshape((t_len * n,) + x.shape[2:])  # noqa: E731
+        batch = tuple(map(flat, (o, a, logp, adv, adv + value, valid.astype(jnp.float32))))
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, t_len * n).reshape(4, -1)
+
+            def minibatch(carry, idx):
+                p, opt = carry
+                grads = jax.grad(loss_fn)(p, tuple(x[idx] for x in batch))
+                upd, opt = tx.update(grads, opt, p)
+                return (optax.apply_updates(p, upd), opt), None
+
+            return jax.lax.scan(minibatch, carry, perm)[0], None
+
+        key, k = jax.random.split(key)
+        (params, opt), _ = jax.lax.scan(epoch, (params, opt), jax.random.split(k, 4))
+        return (params, opt, handle, obs, skip, ep_ret, key), finished
+
+    def greedy(state, o):
+        return jnp.argmax(net.apply(state[0], o)[0], axis=-1)
+
+    return jax.jit(iteration, donate_argnums=0), state, greedy, updates
+
+
+def greedy_return(args: Args, greedy, state) -> float:
+    """Mean return of 20 greedy episodes on a fresh envpool (host loop)."""
+    import jax
+    import jax.numpy as jnp
+
+    ev = _envpool(args, 20, args.seed + 99)
     o, _ = ev.reset()
-    act = jax.jit(lambda p, o: losses.mode(L.apply(p, {"state": o}, None)[0], (2,))[:, 0])
+    act = jax.jit(greedy)
     total, done = np.zeros(20), np.zeros(20, bool)
     while not done.all():
-        o, r, te, tr, _ = ev.step(np.asarray(act(runner.params, jnp.asarray(o, jnp.float32))))
+        o, r, te, tr, _ = ev.step(np.asarray(act(state, jnp.asarray(o, jnp.float32))))
         total += r * ~done
         done |= te | tr
-    return {
-        "sps_incl_learning": sps,
-        "compile_s": compile_s,
-        "train_return_last20": float(np.mean(returns[-20:])) if returns else float("nan"),
-        "eval_return_greedy20": float(total.mean()),
-        "env_steps": L.num_updates * n * cfg.num_steps,
-    }
+    return float(total.mean())
+
+
+def run_envpool(args: Args) -> dict:
+    """Train ours (and with --reference-minimal the minimal PPO) for --total-steps each. With the
+    reference, the two alternate in rounds of --round-updates updates in this process, so both
+    see the same machine load; the ratio is the median of the per-round ratios."""
+    import jax
+
+    names = ("ours", "minimal") if args.reference_minimal else ("ours",)
+    makers = {"ours": ours_program, "minimal": minimal_program}
+    progs, out = {}, {}
+    for name in names:
+        fn, state, greedy, updates = makers[name](args)
+        t0 = time.time()
+        state, fin = fn(state)
+        jax.block_until_ready(state)
+        progs[name] = {"fn": fn, "state": state, "greedy": greedy, "left": updates - 1,
+                       "returns": [], "wall": [], "steps": []}  # fmt: skip
+        out[name] = {"compile_s": time.time() - t0}
+    per_update = args.num_envs * args.num_steps
+    while any(p["left"] > 0 for p in progs.values()):
+        for p in progs.values():
+            k = min(args.round_updates, p["left"])
+            if k <= 0:
+                continue
+            state, t0 = p["state"], time.time()
+            for _ in range(k):
+                state, fin = p["fn"](state)
+                f = np.asarray(fin)  # read every update, as a training loop logs
+                p["returns"].extend(f[~np.isnan(f)].tolist())
+            jax.block_until_ready(state)
+            p["wall"].append(time.time() - t0)
+            p["steps"].append(k * per_update)
+            p["state"], p["left"] = state, p["left"] - k
+    for name, p in progs.items():
+        out[name].update({
+            "sps_incl_learning": sum(p["steps"]) / sum(p["wall"]),
+            "train_return_last20": float(np.mean(p["returns"][-20:])) if p["returns"] else float("nan"),
+            "eval_return_greedy20": greedy_return(args, p["greedy"], p["state"]),
+            "env_steps": sum(p["steps"]) + per_update,
+        })  # fmt: skip
+    if args.reference_minimal:
+        rounds = [
+            (s1 / w1) / (s2 / w2)
+            for s1, w1, s2, w2 in zip(progs["ours"]["steps"], progs["ours"]["wall"],
+                                      progs["minimal"]["steps"], progs["minimal"]["wall"])
+        ]  # fmt: skip
+        out["ours_over_minimal"] = float(np.median(rounds))
+    return out
 
 
 def run_sb3(args: Args) -> dict:
@@ -188,48 +355,73 @@ def run_sb3(args: Args) -> dict:
 
 
 def run_seeds(args: Args) -> dict:
-    """The project's own learner on its JAX CartPole (`agents.testing`, SI on): K seeds stacked
-    and vmapped in one jitted iteration against the single-seed iteration called K times in turn
-    (compilation excluded from both)."""
+    """The project's own learner on its JAX CartPole (`agents.testing`, SI phase after every
+    update): K seeds stacked and vmapped in one jitted program ("one_program") against the
+    single-seed program run for each of the K seeds in turn ("sequential"), and, as the ceiling
+    of what batching can give on this machine, ONE seed with K times the envs ("k_envs": the
+    same env steps per update as the K seeds, no seed axis). The three alternate in rounds of
+    --round-updates updates (compilation excluded), so they share the machine's load; ratios
+    are medians of the per-round ratios."""
     import jax
 
     from agents import learner as lrn
     from agents.build import build
     from agents.ppo import PPOConfig
 
-    cfg = PPOConfig(task="cartpole", num_envs=args.num_envs, num_steps=args.num_steps,
-                    total_steps=args.total_steps // (args.num_envs * args.num_steps)
-                    * args.num_envs * args.num_steps, smooth_coef=0.0, si_every=1,
-                    num_devices=1, unroll=False, progress=False)  # fmt: skip
-    L = build(cfg).learner
-    hp, k = lrn.HyperParams.from_config(cfg), args.seeds
-    updates = L.num_updates
+    k, n, t_len = args.seeds, args.num_envs, args.num_steps
 
-    def run(runner, seeds):
-        runner, m = L.iteration(runner, hp, seeds=seeds)
-        runner, _ = L.si_phase(runner, hp, seeds=seeds)
+    def learner(num_envs):
+        cfg = PPOConfig(task="cartpole", num_envs=num_envs, num_steps=t_len,
+                        total_steps=max(args.total_steps // (num_envs * t_len), 1) * num_envs * t_len,
+                        smooth_coef=0.0, si_every=1, num_devices=1, unroll=False, progress=False)  # fmt: skip
+        return build(cfg).learner, lrn.HyperParams.from_config(cfg)
+
+    L, hp = learner(n)
+    wide, hp_wide = learner(k * n)
+
+    def run(lr, h, runner, seeds):
+        runner, _ = lr.iteration(runner, h, seeds=seeds)
+        runner, _ = lr.si_phase(runner, h, seeds=seeds)
         return runner
 
     singles = [L.init_sharded(jax.random.PRNGKey(s)) for s in range(k)]
     stacked = jax.tree.map(lambda *x: jax.numpy.stack(x), *[jax.device_get(r) for r in singles])
     stacked = jax.device_put(stacked, lrn.runner_shardings(stacked, L.mesh, seeds=True))
-    singles[0] = jax.block_until_ready(run(singles[0], False))  # compile
-    stacked = jax.block_until_ready(run(stacked, True))
-    t0 = time.time()
-    for i in range(k):
-        r = singles[i]
-        for _ in range(updates - 1):
-            r = run(r, False)
-        jax.block_until_ready(r)
-    seq = time.time() - t0
-    t0 = time.time()
-    for _ in range(updates - 1):
-        stacked = run(stacked, True)
-    jax.block_until_ready(stacked)
-    one = time.time() - t0
-    steps = k * (updates - 1) * args.num_envs * args.num_steps
-    return {"seeds": k, "sps_one_program": steps / one, "sps_sequential": steps / seq,
-            "ratio": seq / one}  # fmt: skip
+    one_wide = wide.init_sharded(jax.random.PRNGKey(0))
+    singles = jax.block_until_ready([run(L, hp, r, False) for r in singles])  # 1st: compiles
+    stacked = jax.block_until_ready(run(L, hp, stacked, True))
+    one_wide = jax.block_until_ready(run(wide, hp_wide, one_wide, False))
+    steps = k * n * t_len * args.round_updates  # per round, the same for all three
+    rounds = max(1, (args.total_steps // (n * t_len) - 1) // args.round_updates)
+    sps = {"sequential": [], "one_program": [], "k_envs": []}
+    for _ in range(rounds):
+        t0 = time.time()
+        for i in range(k):
+            for _ in range(args.round_updates):
+                singles[i] = run(L, hp, singles[i], False)
+        jax.block_until_ready(singles)
+        sps["sequential"].append(steps / (time.time() - t0))
+        t0 = time.time()
+        for _ in range(args.round_updates):
+            stacked = run(L, hp, stacked, True)
+        jax.block_until_ready(stacked)
+        sps["one_program"].append(steps / (time.time() - t0))
+        t0 = time.time()
+        for _ in range(args.round_updates):
+            one_wide = run(wide, hp_wide, one_wide, False)
+        jax.block_until_ready(one_wide)
+        sps["k_envs"].append(steps / (time.time() - t0))
+    # the timed programs compute the same runs: seed i of the stacked runner is single run i
+    gap = max(
+        float(np.max(np.abs(np.asarray(a) - np.asarray(b)[i])))
+        for i in range(k)
+        for a, b in zip(jax.tree.leaves(singles[i].params), jax.tree.leaves(stacked.params))
+    )
+    ratio = lambda a, b: float(np.median(np.array(sps[a]) / np.array(sps[b])))  # noqa: E731
+    return {"seeds": k, "rounds": rounds, "max_param_gap_seed_vs_single": gap,
+            **{f"sps_{name}": float(np.median(v)) for name, v in sps.items()},
+            "one_program_over_sequential": ratio("one_program", "sequential"),
+            "k_envs_over_sequential": ratio("k_envs", "sequential")}  # fmt: skip
 
 
 def main(args: Args) -> dict:
@@ -242,8 +434,12 @@ def main(args: Args) -> dict:
     except ImportError:
         print("envpool is not installed (pip install -e '.[envpool]'): no CartPole-v1 runs")
         return res
-    res["ours"] = run_ours(args)
-    print("ours:", json.dumps(res["ours"]), "| load", _load(), flush=True)
+    res.update(run_envpool(args))
+    for name in ("ours", "minimal"):
+        if name in res:
+            print(f"{name}:", json.dumps(res[name]), "| load", _load(), flush=True)
+    if "ours_over_minimal" in res:
+        print(f"ours / minimal PPO (median of alternating rounds): {res['ours_over_minimal']:.2f}x")
     if not args.skip_sb3:
         res["sb3"] = run_sb3(args)
         print("sb3: ", json.dumps(res["sb3"]), "| load", _load(), flush=True)
