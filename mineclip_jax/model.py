@@ -50,8 +50,12 @@ def normal(std: float) -> Initializer:
 
 
 def quick_gelu(x: jax.Array) -> jax.Array:
-    """OpenAI CLIP's GELU approximation x * sigmoid(1.702 x)."""
-    return x * jax.nn.sigmoid(1.702 * x)
+    """OpenAI CLIP's GELU approximation x * sigmoid(1.702 x), computed as the identical
+    0.5 x (1 + tanh(0.851 x)) (sigmoid(z) = (1 + tanh(z / 2)) / 2; float32(0.851) is exactly
+    float32(1.702) / 2). XLA's CPU tanh is one polynomial where its logistic is an exp and a
+    divide: the ViT's [N, 161, 3072] activation costs less (benchmarks/mineclip_throughput.py).
+    Where 1 + tanh cancels (x below about -5) the error is absolute, under 2e-6."""
+    return 0.5 * x * (1.0 + jnp.tanh(0.851 * x))
 
 
 def preprocess_frames(frames: jax.Array) -> jax.Array:
@@ -97,16 +101,22 @@ class CLIPAttention(nn.Module):
             bias_init=nn.initializers.zeros,
             name="in_proj",
         )(x)
-        q, k, v = jnp.split(qkv, 3, axis=-1)
-        split = lambda t: t.reshape(*batch, length, self.heads, head_dim)  # noqa: E731
-        q, k, v = split(q) * (head_dim**-0.5), split(k), split(v)
-        logits = jnp.einsum("...qhd,...khd->...hqk", q, k)
+        # Head-major q, k, v [..., H, T, D]: rows of in_proj are q;k;v, each heads x head_dim.
+        qkv = qkv.reshape(*batch, length, 3, self.heads, head_dim)
+        q, k, v = (jnp.moveaxis(qkv[..., i, :, :], -2, -3) for i in range(3))
+        logits = jnp.einsum("...hqd,...hkd->...hqk", q * (head_dim**-0.5), k)
         if self.causal:
             # Additive -inf strictly above the diagonal, as CLIP's build_attention_mask.
             allowed = jnp.tril(jnp.ones((length, length), dtype=bool))
             logits = jnp.where(allowed, logits, -jnp.inf)
-        weights = _softmax_f32(logits).astype(self.dtype)
-        out = jnp.einsum("...hqk,...khd->...qhd", weights, v).reshape(*batch, length, width)
+        # The barriers only fix the op boundaries, not the values: without them XLA's CPU
+        # backend (jaxlib 0.10, YNNPACK fusions) fuses both attention dots and the softmax into
+        # one library call that runs at ~20 GFLOP/s, slower than the same three ops apart
+        # (about 5% of a ViT-B/16 block at 160x256; log in benchmarks/mineclip_throughput.py).
+        # optimization_barrier is differentiable and batches under vmap.
+        logits = jax.lax.optimization_barrier(logits)
+        weights = jax.lax.optimization_barrier(_softmax_f32(logits).astype(self.dtype))
+        out = jnp.einsum("...hqk,...hkd->...qhd", weights, v).reshape(*batch, length, width)
         return nn.Dense(
             width,
             dtype=self.dtype,
