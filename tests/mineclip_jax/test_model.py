@@ -2,13 +2,14 @@
 
 import dataclasses
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import mineclip_jax as mcj
-from mineclip_jax.model import CLIPAttention, preprocess_frames, quick_gelu
+from mineclip_jax.model import CLIPAttention, Dense, preprocess_frames, quick_gelu
 from tests.mineclip_jax import numpy_reference as ref
 
 H, W = 160, 256
@@ -69,6 +70,27 @@ def test_quick_gelu_tanh_form_equals_sigmoid_form(use_jit):
     np.testing.assert_allclose(gelu(x), expected, rtol=0, atol=2e-6)
     big = np.abs(np.asarray(expected)) > 0.1
     np.testing.assert_allclose(np.asarray(gelu(x))[big], np.asarray(expected)[big], rtol=1e-5)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_dense_accumulates_in_float32(use_jit):
+    x = jax.random.normal(jax.random.key(0), (5, 7, 96))
+    ours = Dense(32, dtype=jnp.float32, bias_init=jax.nn.initializers.normal(1.0))
+    params = ours.init(jax.random.key(1), x)
+    apply = jax.jit(ours.apply) if use_jit else ours.apply
+    reference = nn.Dense(32, dtype=jnp.float32).apply(params, x)
+    np.testing.assert_allclose(apply(params, x), reference, rtol=1e-6, atol=1e-6)
+    # bfloat16: the bf16 x bf16 product is kept in float32 until after the bias add.
+    ours16 = Dense(32, dtype=jnp.bfloat16)
+    apply16 = jax.jit(ours16.apply) if use_jit else ours16.apply
+    y16 = apply16(params, x)
+    assert y16.dtype == jnp.bfloat16
+    kernel, bias = params["params"]["kernel"], params["params"]["bias"]
+    bf = lambda a: a.astype(jnp.bfloat16).astype(jnp.float32)  # noqa: E731
+    expected = (bf(x) @ bf(kernel) + bf(bias)).astype(jnp.bfloat16)
+    np.testing.assert_allclose(
+        y16.astype(jnp.float32), expected.astype(jnp.float32), rtol=1e-2, atol=1e-2
+    )
 
 
 def _attention_token_major(params, x, heads, causal):
