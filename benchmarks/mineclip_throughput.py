@@ -28,12 +28,13 @@ figures are medians of 12-15 alternating rounds of one ViT-B/16 block at batch 8
   ~20 GFLOP/s, because XLA (YNNPACK fusions, the default in this jaxlib) puts both attention
   dots and the softmax into one library call; LayerNorm, GELU, bias adds, transposes and the
   patch conv the remaining 7%. torch (profiler): addmm 65%, copies 12%, SDPA 8%, elementwise
-  and LayerNorm 13%. Both sides are matmul bound; torch's MKL sgemm is the faster kernel.
+  and LayerNorm 13%. Both sides are matmul bound; torch's sgemm is the faster kernel (alone,
+  [1288, 768] x [768, 3072], best of 5 under load: torch 62 ms, XLA/YNNPACK 71, Eigen 81).
 * Kept: head-major q/k/v with `optimization_barrier` around the softmax (XLA then runs the two
   attention dots and the softmax as separate, faster ops): block 1.05x (three runs: 1.051,
   1.044, 1.051). QuickGELU as 0.5 x (1 + tanh(0.851 x)) (the same function): block 1.02x. Both
   together: block 1.085x, but only 1.03x on the whole encoder (median of 10 alternating rounds
-  at load 5.7, per-round ratios 0.75-1.23) and 1.01x in CPU-s on one core. Parity unchanged
+  at load 5.7, per-round ratios 0.75-1.23) and 1.02x in CPU-s on one core. Parity unchanged
   (max abs 3e-6 vs the official model).
 * No gain, not kept: `jax.nn.dot_product_attention` (implementation="xla"): block 0.95x; the
   softmax normalised after the AV product: 0.91-0.94x; token-major [B, T, H, D] with the same
@@ -42,8 +43,8 @@ figures are medians of 12-15 alternating rounds of one ViT-B/16 block at batch 8
 * XLA flags (per-compilation `compiler_options`): the dot library is YNNPACK by default here;
   Eigen instead (`xla_cpu_experimental_ynn_fusion_type` emptied): block 1.03-1.04x, inside the
   noise; YNNPACK dots only, without its reductions/elementwise: 0.93-0.98x;
-  `xla_cpu_enable_fast_math`: 1.07x CPU, 1.15x wall in one run, not kept (changes inf/NaN
-  semantics the text tower's causal mask relies on); `xla_cpu_multi_thread_eigen=false`: 1.00x.
+  `xla_cpu_enable_fast_math`: 1.07x CPU, 1.15x wall in one run, not kept (it drops IEEE
+  inf/NaN guarantees; the text tower masks with -inf); `xla_cpu_multi_thread_eigen=false`: 1.00x.
   The oneDNN and XNNPACK fusion flags (`xla_cpu_experimental_{onednn,xnn}_fusion_type`,
   `xla_cpu_use_onednn`) are accepted but fuse nothing in this build; `xla_cpu_use_thunk_runtime`
   no longer exists (the thunk runtime is the only one).
@@ -55,11 +56,19 @@ figures are medians of 12-15 alternating rounds of one ViT-B/16 block at batch 8
 * Why bf16 was not faster: XLA's CPU backend turns a dot with a bf16 *result* into an f32 dot
   between two converts (bf16 -> bf16 [1288, 768] x [768, 3072]: 88-118 ms, f32: 82-102 ms,
   bf16 -> f32: 31-37 ms). `mineclip_jax.model.Dense` and the attention einsums now ask for f32
-  results: the bf16 encoder went from 0.9x to 1.86x the fp32 one (median of 4 rounds, load
-  5.4-6.0; 2.05x torch fp32), and is closer to fp32 than before (max abs 2.9e-2 vs 3.5e-2).
+  results: the bf16 encoder went from 0.9x to 1.86-2.06x the fp32 one (load 4.2-6.0; 2.05x
+  torch fp32), and is closer to fp32 than before (max abs 2.9e-2 vs 3.5e-2).
   bf16 is not within the 1e-4 parity; fp32 stays the default.
-* Batch: see `--frame-batch`; donating the frames changes nothing (the uint8 input buffer cannot
-  hold the float32 output).
+* Verdict: nothing here reaches 1.2x torch at fp32 parity on a quiet machine; the changes that
+  were kept are worth ~1.03x on the whole encoder. Under load the ratio moves by itself: at
+  load 4.5 this benchmark gives 1.47x (wall and CPU-s), at load ~3 the first rounds (before
+  these changes) gave 0.75x, on the quiet machine of the README 0.96x. Quote a ratio only with
+  its load.
+* Batch (`--frame-batch`, 3 rounds each, load 4.5-5.9): JAX CPU-s per frame 0.339 at 1 frame
+  per call, 0.303 at 8, 0.248 at 16; torch 1.81 at 1 (its single-frame path costs 4x its
+  per-frame cost at 8, so JAX is 5.4x there; not investigated), 0.446 at 8, 0.349 at 16.
+  Donating the frames (`donate_argnums`) changes nothing: XLA reports the uint8 buffer unusable
+  for the float32 output.
 """
 
 from __future__ import annotations
