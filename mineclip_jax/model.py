@@ -50,8 +50,12 @@ def normal(std: float) -> Initializer:
 
 
 def quick_gelu(x: jax.Array) -> jax.Array:
-    """OpenAI CLIP's GELU approximation x * sigmoid(1.702 x)."""
-    return x * jax.nn.sigmoid(1.702 * x)
+    """OpenAI CLIP's GELU approximation x * sigmoid(1.702 x), computed as the identical
+    0.5 x (1 + tanh(0.851 x)) (sigmoid(z) = (1 + tanh(z / 2)) / 2; float32(0.851) is exactly
+    float32(1.702) / 2). XLA's CPU tanh is one polynomial where its logistic is an exp and a
+    divide: the ViT's [N, 161, 3072] activation costs less (benchmarks/mineclip_throughput.py).
+    Where 1 + tanh cancels (x below about -5) the error is absolute, under 2e-6."""
+    return 0.5 * x * (1.0 + jnp.tanh(0.851 * x))
 
 
 def preprocess_frames(frames: jax.Array) -> jax.Array:
@@ -73,6 +77,29 @@ def _softmax_f32(logits: jax.Array) -> jax.Array:
     return jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
 
 
+def _dot_general_f32(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    # bfloat16 x bfloat16 products accumulate into, and come out as, float32. XLA's CPU backend
+    # (jaxlib 0.10, YNNPACK) has fast bf16 x bf16 -> f32 matmuls (AMX where the CPU has it:
+    # 2.8x its f32 matmul at [1288, 768] x [768, 3072] on a Sapphire Rapids core), but it turns
+    # a dot with a bf16 *result* into an f32 dot between two converts, which made the bf16
+    # model slower than the fp32 one. A no-op in float32.
+    del preferred_element_type
+    return jax.lax.dot_general(
+        lhs, rhs, dimension_numbers, precision=precision, preferred_element_type=jnp.float32
+    )
+
+
+class Dense(nn.Dense):
+    """nn.Dense with a float32 result of the matmul (see _dot_general_f32), cast to `dtype`
+    after the bias add; the same parameters, and the same function in float32."""
+
+    dot_general: Callable | None = _dot_general_f32
+
+    def __call__(self, inputs: jax.Array) -> jax.Array:
+        y = super().__call__(inputs)
+        return y if self.dtype is None else y.astype(self.dtype)
+
+
 # ------------------------------------------------------------------------- CLIP tower block
 class CLIPAttention(nn.Module):
     """torch.nn.MultiheadAttention(width, heads) with packed q/k/v projection `in_proj`
@@ -90,24 +117,33 @@ class CLIPAttention(nn.Module):
         *batch, length, width = x.shape
         chex.assert_equal(width, self.width)
         head_dim = width // self.heads
-        qkv = nn.Dense(
+        qkv = Dense(
             3 * width,
             dtype=self.dtype,
             kernel_init=self.in_proj_init,
             bias_init=nn.initializers.zeros,
             name="in_proj",
         )(x)
-        q, k, v = jnp.split(qkv, 3, axis=-1)
-        split = lambda t: t.reshape(*batch, length, self.heads, head_dim)  # noqa: E731
-        q, k, v = split(q) * (head_dim**-0.5), split(k), split(v)
-        logits = jnp.einsum("...qhd,...khd->...hqk", q, k)
+        # Head-major q, k, v [..., H, T, D]: rows of in_proj are q;k;v, each heads x head_dim.
+        qkv = qkv.reshape(*batch, length, 3, self.heads, head_dim)
+        q, k, v = (jnp.moveaxis(qkv[..., i, :, :], -2, -3) for i in range(3))
+        logits = jnp.einsum(
+            "...hqd,...hkd->...hqk", q * (head_dim**-0.5), k, preferred_element_type=jnp.float32
+        )
         if self.causal:
             # Additive -inf strictly above the diagonal, as CLIP's build_attention_mask.
             allowed = jnp.tril(jnp.ones((length, length), dtype=bool))
             logits = jnp.where(allowed, logits, -jnp.inf)
-        weights = _softmax_f32(logits).astype(self.dtype)
-        out = jnp.einsum("...hqk,...khd->...qhd", weights, v).reshape(*batch, length, width)
-        return nn.Dense(
+        # The barriers only fix the op boundaries, not the values: without them XLA's CPU
+        # backend (jaxlib 0.10, YNNPACK fusions) fuses both attention dots and the softmax into
+        # one library call that runs at ~20 GFLOP/s, slower than the same three ops apart
+        # (about 5% of a ViT-B/16 block at 160x256; log in benchmarks/mineclip_throughput.py).
+        # optimization_barrier is differentiable and batches under vmap.
+        logits = jax.lax.optimization_barrier(logits)
+        weights = jax.lax.optimization_barrier(_softmax_f32(logits).astype(self.dtype))
+        out = jnp.einsum("...hqk,...hkd->...qhd", weights, v, preferred_element_type=jnp.float32)
+        out = out.astype(self.dtype).reshape(*batch, length, width)
+        return Dense(
             width,
             dtype=self.dtype,
             kernel_init=self.out_proj_init,
@@ -127,7 +163,7 @@ class CLIPMLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         hidden = 4 * self.width
-        h = nn.Dense(
+        h = Dense(
             hidden,
             dtype=self.dtype,
             kernel_init=self.fc_init,
@@ -135,7 +171,7 @@ class CLIPMLP(nn.Module):
             name="c_fc",
         )(x)
         h = quick_gelu(h)
-        return nn.Dense(
+        return Dense(
             self.width,
             dtype=self.dtype,
             kernel_init=self.proj_init,
@@ -270,7 +306,7 @@ class XAttention(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         *batch, length, _ = x.shape
         inner = self.heads * self.dim_head
-        dense = lambda features, name: nn.Dense(  # noqa: E731
+        dense = lambda features, name: Dense(  # noqa: E731
             features, use_bias=False, dtype=self.dtype, kernel_init=torch_default_kernel, name=name
         )
         split = lambda t: t.reshape(*batch, length, self.heads, self.dim_head)  # noqa: E731
@@ -292,7 +328,7 @@ class GLUFeedForward(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         inner = self.dim * self.mult
-        h = nn.Dense(
+        h = Dense(
             2 * inner,
             dtype=self.dtype,
             kernel_init=torch_default_kernel,
@@ -301,7 +337,7 @@ class GLUFeedForward(nn.Module):
         )(x)
         value, gate = jnp.split(h, 2, axis=-1)
         h = value * jax.nn.silu(gate)
-        return nn.Dense(
+        return Dense(
             self.dim,
             dtype=self.dtype,
             kernel_init=torch_default_kernel,
@@ -355,7 +391,7 @@ class AdapterMLP(nn.Module):
         for i in range(self.num_layers):
             if i > 0:
                 x = nn.relu(x)
-            x = nn.Dense(
+            x = Dense(
                 self.dim,
                 dtype=self.dtype,
                 kernel_init=nn.initializers.orthogonal(scale=np.sqrt(2.0)),

@@ -2,13 +2,14 @@
 
 import dataclasses
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import mineclip_jax as mcj
-from mineclip_jax.model import preprocess_frames, quick_gelu
+from mineclip_jax.model import CLIPAttention, Dense, preprocess_frames, quick_gelu
 from tests.mineclip_jax import numpy_reference as ref
 
 H, W = 160, 256
@@ -57,6 +58,88 @@ def test_quick_gelu_hand_values():
     x = jnp.array([-1.0, 0.0, 2.0])
     expected = np.array([-1.0 / (1 + np.exp(1.702)), 0.0, 2.0 / (1 + np.exp(-3.404))])
     np.testing.assert_allclose(quick_gelu(x), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_quick_gelu_tanh_form_equals_sigmoid_form(use_jit):
+    # quick_gelu computes x * sigmoid(1.702 x) as 0.5 x (1 + tanh(0.851 x)) (faster on CPU).
+    # Where 1 + tanh cancels (x < about -5, |result| < 1e-4) only the absolute error is small.
+    x = jnp.linspace(-20.0, 20.0, 8001, dtype=jnp.float32)
+    gelu = jax.jit(quick_gelu) if use_jit else quick_gelu
+    expected = x * jax.nn.sigmoid(1.702 * x)
+    np.testing.assert_allclose(gelu(x), expected, rtol=0, atol=2e-6)
+    big = np.abs(np.asarray(expected)) > 0.1
+    np.testing.assert_allclose(np.asarray(gelu(x))[big], np.asarray(expected)[big], rtol=1e-5)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_dense_accumulates_in_float32(use_jit):
+    x = jax.random.normal(jax.random.key(0), (5, 7, 96))
+    ours = Dense(32, dtype=jnp.float32, bias_init=jax.nn.initializers.normal(1.0))
+    params = ours.init(jax.random.key(1), x)
+    apply = jax.jit(ours.apply) if use_jit else ours.apply
+    reference = nn.Dense(32, dtype=jnp.float32).apply(params, x)
+    np.testing.assert_allclose(apply(params, x), reference, rtol=1e-6, atol=1e-6)
+    # bfloat16: the bf16 x bf16 product is kept in float32 until after the bias add.
+    ours16 = Dense(32, dtype=jnp.bfloat16)
+    apply16 = jax.jit(ours16.apply) if use_jit else ours16.apply
+    y16 = apply16(params, x)
+    assert y16.dtype == jnp.bfloat16
+    kernel, bias = params["params"]["kernel"], params["params"]["bias"]
+    bf = lambda a: a.astype(jnp.bfloat16).astype(jnp.float32)  # noqa: E731
+    expected = (bf(x) @ bf(kernel) + bf(bias)).astype(jnp.bfloat16)
+    np.testing.assert_allclose(
+        y16.astype(jnp.float32), expected.astype(jnp.float32), rtol=1e-2, atol=1e-2
+    )
+
+
+def _attention_token_major(params, x, heads, causal):
+    """The einsum formulation CLIPAttention used before the head-major rewrite: q/k/v as
+    [..., T, H, D], plain softmax, no optimization barriers."""
+    *batch, length, width = x.shape
+    head_dim = width // heads
+    qkv = x @ params["in_proj"]["kernel"] + params["in_proj"]["bias"]
+    q, k, v = (t.reshape(*batch, length, heads, head_dim) for t in jnp.split(qkv, 3, axis=-1))
+    logits = jnp.einsum("...qhd,...khd->...hqk", q * head_dim**-0.5, k)
+    if causal:
+        logits = jnp.where(jnp.tril(jnp.ones((length, length), bool)), logits, -jnp.inf)
+    out = jnp.einsum("...hqk,...khd->...qhd", jax.nn.softmax(logits, axis=-1), v)
+    out = out.reshape(*batch, length, width)
+    return out @ params["out_proj"]["kernel"] + params["out_proj"]["bias"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_head_major_attention_equals_token_major(causal, use_jit):
+    width, heads, length = 48, 4, 11
+    init = jax.nn.initializers.normal(0.3)
+    layer = CLIPAttention(width, heads, causal, jnp.float32, init, init)
+    x = jax.random.normal(jax.random.key(1), (2, 3, length, width))
+    params = layer.init(jax.random.key(0), x)["params"]
+    # Non-zero biases so the q/k/v row split of in_proj is exercised too.
+    params = jax.tree.map(lambda p: p + 0.1 * jnp.cos(jnp.arange(p.size).reshape(p.shape)), params)
+
+    def ours(p, x):
+        return layer.apply({"params": p}, x)
+
+    def old(p, x):
+        return _attention_token_major(p, x, heads, causal)
+
+    if use_jit:
+        ours, old = jax.jit(ours), jax.jit(old)
+    np.testing.assert_allclose(ours(params, x), old(params, x), rtol=1e-5, atol=1e-5)
+    # The optimization barriers are transparent to autodiff and vmap.
+    loss = lambda f: lambda p, x: jnp.sum(jnp.sin(f(p, x)))  # noqa: E731
+    g_ours, g_old = jax.grad(loss(ours))(params, x), jax.grad(loss(old))(params, x)
+    for a, b in zip(jax.tree.leaves(g_ours), jax.tree.leaves(g_old), strict=True):
+        # Gradients sum over 66 tokens: compare to 1e-5 of the largest entry.
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * float(jnp.max(jnp.abs(b))))
+    np.testing.assert_allclose(
+        jax.vmap(ours, in_axes=(None, 1))(params, x),
+        jax.vmap(old, in_axes=(None, 1))(params, x),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 # ---------------------------------------------------------------- full model vs NumPy
