@@ -77,6 +77,10 @@ def _softmax_f32(logits: jax.Array) -> jax.Array:
     return jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
 
 
+def _identity(x):
+    return x
+
+
 def _dot_general_f32(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     # bfloat16 x bfloat16 products accumulate into, and come out as, float32. XLA's CPU backend
     # (jaxlib 0.10, YNNPACK) has fast bf16 x bf16 -> f32 matmuls (AMX where the CPU has it:
@@ -139,8 +143,10 @@ class CLIPAttention(nn.Module):
         # one library call that runs at ~20 GFLOP/s, slower than the same three ops apart
         # (about 5% of a ViT-B/16 block at 160x256; log in benchmarks/mineclip_throughput.py).
         # optimization_barrier is differentiable and batches under vmap.
-        logits = jax.lax.optimization_barrier(logits)
-        weights = jax.lax.optimization_barrier(_softmax_f32(logits).astype(self.dtype))
+        # CPU only: on GPUs and TPUs XLA's own attention fusions are what should run.
+        barrier = jax.lax.optimization_barrier if jax.default_backend() == "cpu" else _identity
+        logits = barrier(logits)
+        weights = barrier(_softmax_f32(logits).astype(self.dtype))
         out = jnp.einsum("...hqk,...hkd->...qhd", weights, v, preferred_element_type=jnp.float32)
         out = out.astype(self.dtype).reshape(*batch, length, width)
         return Dense(
