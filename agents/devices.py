@@ -80,11 +80,13 @@ def counts(cfg) -> tuple[int, int, bool]:
     """(actor devices, learner devices, one mesh) for `cfg` on this process's devices."""
     import jax
 
-    if cfg.distributed or jax.process_count() > 1 or cfg.num_devices is not None:
-        n = cfg.num_devices or len(jax.devices())
+    # getattr: a run saved before these flags existed (`load_run` reads its saved fields only)
+    num_devices = getattr(cfg, "num_devices", None)
+    if getattr(cfg, "distributed", False) or jax.process_count() > 1 or num_devices is not None:
+        n = num_devices or len(jax.devices())
         return n, n, True
     n = jax.local_device_count()
-    a, lrn = cfg.actor_devices, cfg.learner_devices
+    a, lrn = getattr(cfg, "actor_devices", None), getattr(cfg, "learner_devices", None)
     cpu = jax.local_devices()[0].platform == "cpu"
     if a is None and lrn is None:
         if not cpu or n == 1:

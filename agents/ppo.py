@@ -156,7 +156,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     minedojo_port: int | None = None
     """--backend minedojo: connect to a Malmo server already listening on this port instead of launching Minecraft (--num-envs 1)"""
     num_devices: int | None = None
-    """devices in the data-parallel mesh (default: all)"""
+    """devices of ONE data-parallel mesh for both the rollout and the update (default: see --actor-devices / --learner-devices)"""
     unroll: bool | None = None
     """unroll the epoch/minibatch scans (default: on CPU with a CNN, avoiding jax-ml/jax#12868)"""
     log_every: int = 1
