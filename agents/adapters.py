@@ -83,7 +83,13 @@ def uses_target_features(cfg) -> bool:
 
 def validate_mesh(cfg) -> None:
     """ConfigError unless the envs split evenly over the mesh's devices (`--num-devices` or all,
-    over every process under --distributed, where a process outside the mesh would hang)."""
+    over every process under --distributed, where a process outside the mesh would hang), and
+    the actor / learner device flags (`agents.devices`; split meshes are checked there)."""
+    from agents import devices
+
+    devices.validate(cfg)
+    if not devices.counts(cfg)[2]:
+        return
     ndev = cfg.num_devices or len(jax.devices())
     if ndev > len(jax.devices()):
         raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")

@@ -15,7 +15,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from agents import adapters, networks, sebulba
+from agents import adapters, devices, networks, sebulba
 from agents import learner as lrn
 from agents.mineclip_hooks import host_mineclip_hooks, mineclip_hooks
 
@@ -113,8 +113,9 @@ def _build(cfg, tasks: tuple[str, ...]) -> Built:
         lrn.LearnerConfig.from_config(cfg),
         unroll=_unroll(cfg, cnn=not cartpole and not cfg.mineclip_ckpt),
     )
-    learner = lrn.Learner(lcfg, env, network, lrn.make_mesh(cfg.num_devices), hooks=hooks,
-                          consts=consts, hp=lrn.HyperParams.from_config(cfg))  # fmt: skip
+    actor_mesh, mesh = devices.meshes(cfg)
+    learner = lrn.Learner(lcfg, env, network, mesh, hooks=hooks, consts=consts,
+                          actor_mesh=actor_mesh, hp=lrn.HyperParams.from_config(cfg))  # fmt: skip
     return Built(learner, env, mc)
 
 
@@ -133,12 +134,13 @@ def build_host_driver(cfg, tasks: tuple[str, ...], vec_env) -> sebulba.HostDrive
                                              num_tasks=len(names)))  # fmt: skip
     use_mc = bool(cfg.mineclip_ckpt)
     hooks, consts = host_mineclip_hooks(cfg, tasks)[:2] if use_mc else (None, None)
+    actor_mesh, mesh = devices.meshes(cfg)  # per-step inference on the actors' devices
     return sebulba.HostDriver(
         dataclasses.replace(cfg, unroll=_unroll(cfg, cnn=not use_mc)), vec_env, net,
         action_dims=dims, policy_obs=adapters.host_policy_obs(cfg),
         to_env_action=adapters.to_env_action_fn(cfg.action_space, np),
         reward_fn=adapters.host_reward_fn(cfg, tasks), success_fn=adapters.host_success_fn,
-        mesh=lrn.make_mesh(cfg.num_devices), task_ids=np.arange(n) % len(names),
+        mesh=mesh, actor_mesh=actor_mesh, task_ids=np.arange(n) % len(names),
         num_tasks=len(names), task_conditioned=True, hooks=hooks, consts=consts,
         noop_action=noop,
     )  # fmt: skip

@@ -144,7 +144,7 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None):
     like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
     if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
         like = like.update(env_params=None, env_state=None)
-    runner, _ = restore_checkpoint(mgr, like, lrn.runner_shardings(like, L.mesh), step)
+    runner, _ = restore_checkpoint(mgr, like, L.placement(like), step)
     return cfg, built, runner
 
 

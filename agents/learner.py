@@ -267,6 +267,15 @@ def make_mesh(num_devices: int | None = None) -> Mesh:
     return Mesh(np.array(devs), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
+_NO_ACTOR = {f: None for f in ACTOR_FIELDS}
+
+
+def _copy(tree, shardings):
+    """A copy of `tree` placed by `shardings` that shares no buffer with it, so either side can be
+    donated while the other lives (a device present in both meshes might otherwise alias)."""
+    return jax.device_put(tree, shardings, may_alias=False)
+
+
 def runner_shardings(runner: Runner, mesh: Mesh, seeds: bool = False):
     """NamedSharding tree: the actor's per-env fields split along the env axis over "data"
     (axis 0, or 1 behind a leading seed axis with `seeds`), the rest replicated."""
@@ -292,7 +301,7 @@ class Learner:
     default `HyperParams`; every entry point also takes its own `hp`, a jit argument)."""
 
     def __init__(self, cfg, env: JaxEnv | None, network: nn.Module, mesh: Mesh | None = None,
-                 hooks: RewardHooks | None = None, consts=None,
+                 hooks: RewardHooks | None = None, consts=None, actor_mesh: Mesh | None = None,
                  action_dims: tuple[int, ...] | None = None,
                  num_tasks: int | None = None, hp: HyperParams | None = None,
                  noop_action: tuple[int, ...] | None = None):  # fmt: skip
@@ -309,7 +318,11 @@ class Learner:
         self.prior_logits = (
             None if prior is None else jnp.concatenate([jnp.asarray(p, jnp.float32) for p in prior])
         )
-        self.mesh = mesh or make_mesh()
+        self.mesh = mesh or make_mesh()  # the learner's: PPO update and SI phase
+        # the rollout's; the same devices (in the same order) are one mesh and one program
+        same = actor_mesh is None or actor_mesh.devices.tolist() == self.mesh.devices.tolist()
+        self.actor_mesh = self.mesh if same else actor_mesh
+        self.split = not same
         self.hooks = hooks or RewardHooks()
         self.action_dims = tuple(action_dims or env.action_dims)
         self.num_tasks = num_tasks or (env.num_tasks if env is not None else 1)
@@ -318,12 +331,12 @@ class Learner:
         self.noop_action = jnp.asarray(
             noop if noop is not None else (0,) * len(self.action_dims), jnp.int32
         )
-        n_dev = self.mesh.devices.size
-        if st.num_envs % n_dev:
-            raise ValueError(
-                f"num_envs={st.num_envs} is not a multiple of the {n_dev} devices in the mesh; "
-                "pass a multiple (or fewer devices)"
-            )
+        for m in {self.mesh, self.actor_mesh}:
+            if st.num_envs % m.devices.size:
+                raise ValueError(
+                    f"num_envs={st.num_envs} is not a multiple of the {m.devices.size} devices "
+                    "in the mesh; pass a multiple (or fewer devices)"
+                )
         if st.num_envs % st.num_minibatches:
             raise ValueError(
                 f"num_envs={st.num_envs} must be divisible by num_minibatches="
@@ -416,17 +429,30 @@ class Learner:
             env_steps=jnp.zeros((), jnp.int32),
         )
 
+    def placement(self, runner: Runner, seeds: bool = False):
+        """Where a runner's arrays live between calls (a NamedSharding tree): one mesh,
+        `runner_shardings`; split, the actor's fields on the actor mesh (per-env ones along the
+        env axis) and the SI buffer with them (the rollout writes it every step), the rest of
+        the learner state (params, Adam states, RNG key, update count) on the learner mesh."""
+        if not self.split:
+            return runner_shardings(runner, self.mesh, seeds)
+        actor = runner_shardings(runner, self.actor_mesh, seeds)
+        learner = runner_shardings(runner, self.mesh, seeds).learner
+        return actor.replace(learner=learner.replace(si_buffer=actor.learner.si_buffer))
+
     def shard(self, runner: Runner) -> Runner:
-        return jax.device_put(runner, runner_shardings(runner, self.mesh))
+        return jax.device_put(runner, self.placement(runner))
 
     def init_sharded(self, key) -> Runner:
-        """`init` as one jitted call whose outputs are created already sharded over the mesh."""
+        """`init` as one jitted call whose outputs are created already sharded over the (actor)
+        mesh; split, the learner's fields then move to the learner mesh."""
         if "init" not in self._jit_cache:
             shapes = jax.eval_shape(self.init, key)
             self._jit_cache["init"] = jax.jit(
-                self.init, out_shardings=runner_shardings(shapes, self.mesh)
+                self.init, out_shardings=runner_shardings(shapes, self.actor_mesh)
             )
-        return self._jit_cache["init"](key)
+        runner = self._jit_cache["init"](key)
+        return self.shard(runner) if self.split else runner
 
     # ---------------------------------------------------------------- rollout
     def rollout(self, runner: Runner, consts, hp: HyperParams | None = None):
@@ -435,25 +461,39 @@ class Learner:
         dims = self.action_dims
         n = st.num_envs
 
+        def env_part(keys, env_state, env_action, env_params, consts, reward_state, task_id):
+            """Everything per env: the world's step, the next policy inputs, the reward."""
+            raw_obs, env_state, r_env, term, trunc, info = jax.vmap(
+                env.step, in_axes=(0, 0, 0, 0, None)
+            )(keys, env_state, env_action, env_params, env.static)
+            done = term | trunc
+            next_obs = self.policy_obs_batch(consts, raw_obs, task_id)
+            if self.hooks.step is not None:
+                rstate, reward = self.hooks.step(consts, reward_state, next_obs, done, r_env, info)
+            else:
+                rstate, reward = reward_state, jax.vmap(env.reward_fn)(r_env, info)
+            return env_state, next_obs, rstate, reward, done, info["success"]
+
+        if self.split and self.actor_mesh.devices.size > 1:
+            # each actor device steps its own slice of the envs: no communication (the
+            # partitioner alone may gather a world's tables); check_vma=False as in
+            # envs.voxel.parallel: loops start from constants and carry per-env values
+            e = P("data")
+            env_part = jax.shard_map(env_part, mesh=self.actor_mesh, in_specs=(e, e, e, e, P(), e, e),
+                                     out_specs=e, check_vma=False)  # fmt: skip
+
         def step_fn(r: Runner, _):
             key, k_act, k_env = jax.random.split(r.key, 3)
             logits, value = self.apply(r.params, r.obs, r.prev_action)
             action = losses.sample(k_act, logits, dims)
             logp = losses.log_prob(logits, action, dims)
             env_action = jax.vmap(env.to_env_action)(action)
-            raw_obs, env_state, r_env, term, trunc, info = jax.vmap(
-                env.step, in_axes=(0, 0, 0, 0, None)
-            )(jax.random.split(k_env, n), r.env_state, env_action, r.env_params, env.static)
-            done = term | trunc
-            next_obs = self.policy_obs_batch(consts, raw_obs, r.task_id)
-            if self.hooks.step is not None:
-                rstate, reward = self.hooks.step(
-                    consts, r.reward_state, next_obs, done, r_env, info
-                )
-            else:
-                rstate, reward = r.reward_state, jax.vmap(env.reward_fn)(r_env, info)
+            env_state, next_obs, rstate, reward, done, success = env_part(
+                jax.random.split(k_env, n), r.env_state, env_action, r.env_params, consts,
+                r.reward_state, r.task_id,
+            )  # fmt: skip
             reward = reward.astype(jnp.float32)
-            success = info["success"].astype(bool)
+            success = success.astype(bool)
             ep_return, ep_length, finished = episodes.step_episodes(
                 r.ep_return, r.ep_length, reward, done
             )
@@ -647,23 +687,111 @@ class Learner:
         return self._jit_cache[key]
 
     def iteration(self, runner: Runner, hp: HyperParams | None = None, *, seeds: bool = False):
-        """Rollout + GAE + PPO update: one jitted, donated call (`seeds`: a seed-stacked runner)."""
+        """Rollout + GAE + PPO update: one jitted, donated call (`seeds`: a seed-stacked runner);
+        split meshes: the rollout on the actor devices, the update on the learner's."""
         hp = self.hp if hp is None else hp
+        if self.split:
+            return self._split_iteration(runner, hp, seeds)
         return self._jitted("iteration", self._iteration, runner, seeds=seeds)(
             runner, self.consts, hp
         )
 
     def si_phase(self, runner: Runner, hp: HyperParams | None = None, *, seeds: bool = False):
-        """`si_steps` behaviour-cloning steps on prioritised buffer samples (compiled once)."""
+        """`si_steps` behaviour-cloning steps on prioritised buffer samples (compiled once), on
+        the learner mesh."""
         hp = self.hp if hp is None else hp
+        if self.split:
+            return self._split_si(runner, hp, seeds)
         return self._jitted("si", self._si_phase, runner, seeds=seeds)(runner, self.consts, hp)
 
     def update(self, runner: Runner, traj: Transition, hp: HyperParams | None = None):
         """The PPO update alone on a given `[T, N]` batch (host-stepped driver, tests)."""
         hp = self.hp if hp is None else hp
+        if self.split:
+            return self._split_update(runner, traj, hp, seeds=False)
         ts = transition_shardings(traj, self.mesh)
         traj = jax.device_put(traj, ts)
         return self._jitted("update", self.ppo_update, runner, ts)(runner, traj, hp)
+
+    # ---------------------------------------------------------------- split meshes
+    # Each call below sees only the fields it needs (the others None), placed on its own mesh;
+    # what crosses from one mesh to the other is copied (`_copy`), so donating is always safe.
+    def _env_spec(self, seeds: bool, time: bool = False) -> P:
+        return P(*(None,) * (int(seeds) + int(time)), "data")
+
+    def actor_consts(self):
+        """The frozen consts (MineCLIP params, prompt features) replicated on the actor mesh,
+        put there once."""
+        if "consts" not in self._jit_cache:
+            self._jit_cache["consts"] = _copy(self.consts, NamedSharding(self.actor_mesh, P()))
+        return self._jit_cache["consts"]
+
+    def _split_iteration(self, runner: Runner, hp: HyperParams, seeds: bool):
+        rep_a = NamedSharding(self.actor_mesh, P())
+        params, key = _copy((runner.params, runner.key), rep_a)  # this update's actor copy
+        view = runner.update(params=None, opt_state=None, si_opt_state=None, key=None,
+                             update_step=None)  # fmt: skip
+        if ("split_rollout", seeds) not in self._jit_cache:
+
+            def rollout(view, params, key, consts, hp):
+                r, traj, ep = self.rollout(view.update(params=params, key=key), consts, hp)
+                return r.update(params=None, key=None), r.key, traj, ep
+
+            if seeds:
+                rollout = jax.vmap(rollout, in_axes=(0, 0, 0, None, None))
+            vs = runner_shardings(view, self.actor_mesh, seeds)
+            traj_sh = NamedSharding(self.actor_mesh, self._env_spec(seeds, time=True))
+            self._jit_cache[("split_rollout", seeds)] = jax.jit(
+                rollout, in_shardings=(vs, rep_a, rep_a, rep_a, rep_a),
+                out_shardings=(vs, rep_a, traj_sh, rep_a), donate_argnums=0,
+            )  # fmt: skip
+        view, key, traj, ep = self._jit_cache[("split_rollout", seeds)](
+            view, params, key, self.actor_consts(), hp
+        )
+        rep_l = NamedSharding(self.mesh, P())
+        runner = Runner(learner=runner.learner.replace(si_buffer=view.si_buffer,
+                                                       key=_copy(key, rep_l)),
+                        actor=view.actor)  # fmt: skip
+        runner, metrics = self._split_update(runner, traj, hp, seeds)
+        return runner, {**metrics, **ep}
+
+    def _split_update(self, runner: Runner, traj: Transition, hp: HyperParams, seeds: bool):
+        """The update on the learner mesh: the trajectory and the last observations (the GAE
+        bootstrap) copied there; the SI buffer stays with the actors."""
+        env_l = NamedSharding(self.mesh, self._env_spec(seeds))
+        traj_l = NamedSharding(self.mesh, self._env_spec(seeds, time=True))
+        obs, prev = _copy((runner.obs, runner.prev_action), env_l)
+        view = Runner(learner=runner.learner.replace(si_buffer=None),
+                      actor=ActorState(**{**_NO_ACTOR, "obs": obs, "prev_action": prev}))  # fmt: skip
+        if ("split_update", seeds) not in self._jit_cache:
+            fn = jax.vmap(self.ppo_update, in_axes=(0, 0, None)) if seeds else self.ppo_update
+            vs, rep = runner_shardings(view, self.mesh, seeds), NamedSharding(self.mesh, P())
+            self._jit_cache[("split_update", seeds)] = jax.jit(
+                fn, in_shardings=(vs, traj_l, rep), out_shardings=(vs, rep), donate_argnums=0
+            )
+        view, metrics = self._jit_cache[("split_update", seeds)](view, _copy(traj, traj_l), hp)
+        learner = view.learner.replace(si_buffer=runner.si_buffer)
+        return runner.replace(learner=learner), metrics
+
+    def _split_si(self, runner: Runner, hp: HyperParams, seeds: bool):
+        """The SI phase on the learner mesh, on a copy of the actors' SI buffer."""
+        rep = NamedSharding(self.mesh, P())
+        view = Runner(learner=runner.learner.replace(si_buffer=None), actor=ActorState(**_NO_ACTOR))
+        if ("split_si", seeds) not in self._jit_cache:
+
+            def si_phase(view, buf, hp):  # the buffer is read, not donated: it stays an input
+                r, m = self._si_phase(view.update(si_buffer=buf), None, hp)
+                return r.update(si_buffer=None), m
+
+            fn = jax.vmap(si_phase, in_axes=(0, 0, None)) if seeds else si_phase
+            vs = runner_shardings(view, self.mesh, seeds)
+            self._jit_cache[("split_si", seeds)] = jax.jit(
+                fn, in_shardings=(vs, rep, rep), out_shardings=(vs, rep), donate_argnums=0
+            )
+        buf = _copy(runner.si_buffer, rep)
+        view, metrics = self._jit_cache[("split_si", seeds)](view, buf, hp)
+        learner = view.learner.replace(si_buffer=runner.si_buffer)
+        return runner.replace(learner=learner), metrics
 
 
 def obs_batch_leading(obs) -> int:

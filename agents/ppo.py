@@ -11,7 +11,8 @@
         --minedojo-jar MalmoMod-0.37.0-fat.jar                           # MineDojo's Java simulator
 
 The CLI alone (config, validation, `main`) over `agents.train`, `agents.build`, `agents.checkpoints`,
-none importing it (docs/interfaces.md); `--distributed`: docs/cluster.md; `--resume`: docs/agents.md.
+none importing it (docs/interfaces.md); `--distributed`, the actor / learner devices:
+docs/cluster.md; `--resume`: docs/agents.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from agents import checkpoints
+from agents import checkpoints, devices
 from agents import train as loop
 from agents.adapters import ConfigError, task_specs
 from agents.checkpoints import CONFIG_FILE
@@ -30,7 +31,7 @@ from mineclip_jax.distributed import DistributedConfig, DistributedError, initia
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(DistributedConfig):
+class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """PPO + self-imitation for MineDojo tasks (paper Sec. 4.2, App. F-G).
 
     Run: python -m agents.ppo --task "hunt a cow" --reward manual --out runs/hunt_cow
@@ -155,7 +156,7 @@ class PPOConfig(DistributedConfig):
     minedojo_port: int | None = None
     """--backend minedojo: connect to a Malmo server already listening on this port instead of launching Minecraft (--num-envs 1)"""
     num_devices: int | None = None
-    """devices in the data-parallel mesh (default: all)"""
+    """devices of ONE data-parallel mesh for both the rollout and the update (default: see --actor-devices / --learner-devices)"""
     unroll: bool | None = None
     """unroll the epoch/minibatch scans (default: on CPU with a CNN, avoiding jax-ml/jax#12868)"""
     log_every: int = 1
@@ -275,6 +276,7 @@ def main(argv=None) -> None:
 
     cfg = tyro.cli(PPOConfig, args=argv)
     try:
+        devices.expose_cores(cfg)  # before JAX starts: on a CPU every core a device (or one)
         initialize(cfg)  # --distributed: join the other processes before JAX computes anything
         s = train(cfg)
     except (ConfigError, DistributedError) as e:

@@ -7,6 +7,12 @@ hook, the policy) and one jitted bookkeeping call (self-imitation episode store)
 `num_steps` steps the `[T, N]` batch goes to the same jitted, data-parallel PPO update as the
 Anakin driver (`Learner.update`), and every `si_every` updates to the same SI phase.
 
+Devices, as Cleanba: the per-step calls run on the learner's actor mesh (`--actor-devices`, the
+envs split along their axis, a copy of the parameters replicated there at the start of each
+rollout), the update and the SI phase on its learner mesh (`--learner-devices`); the `[T, N]`
+batch is copied across. With one mesh (one device, or the same devices for both) every call
+runs on it.
+
 Gymnasium autoreset modes: SAME_STEP needs nothing; NEXT_STEP (the Gymnasium 1.x default) returns
 a reset observation on the step *after* an episode ended, ignoring that step's action, so that
 transition gets `mask = 0` and is excluded from every loss (the env's real last transition keeps
@@ -41,6 +47,7 @@ The policy inputs (features, not frames) are what the SI buffer stores, as on th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -75,6 +82,7 @@ class HostDriver:
         reward_fn: Callable | None = None,
         success_fn: Callable | None = None,
         mesh=None,
+        actor_mesh=None,
         task_ids=None,
         num_tasks: int = 1,
         task_conditioned: bool = False,
@@ -102,11 +110,12 @@ class HostDriver:
         self.task_conditioned = task_conditioned
         self.hooks = hooks or lrn.RewardHooks()
         self.learner = lrn.Learner(cfg, None, network, mesh, hooks=self.hooks, consts=consts,
-                                   action_dims=self.action_dims,
+                                   actor_mesh=actor_mesh, action_dims=self.action_dims,
                                    num_tasks=self.num_tasks,
                                    noop_action=noop_action)  # fmt: skip
-        # MineCLIP params and prompt features: on the device once, replicated, passed to every call
-        self.consts = jax.device_put(self.learner.consts, NamedSharding(self.learner.mesh, P()))
+        # MineCLIP params and prompt features: on the actor devices once, replicated, passed to
+        # every inference call
+        self.consts = self.learner.actor_consts()
         mode = vec_env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
         self.next_step_reset = str(mode).endswith("NEXT_STEP") or mode == "next_step"
         self.hp = self.learner.hp
@@ -134,7 +143,16 @@ class HostDriver:
             pobs, rstate, extra = observe(consts, rstate, obs, task_id, skip)
             return (pobs, rstate, extra, *act(params, pobs, prev, key))
 
-        @jax.jit
+        # Every per-step call runs on the actor mesh (the learner's mesh when there is one):
+        # per-env arguments split along the env axis, parameters / consts / keys replicated.
+        am = self.learner.actor_mesh
+        e, r = NamedSharding(am, P("data")), NamedSharding(am, P())
+        self._rep = r
+
+        def on_actors(fn, in_sh, out_sh):
+            return jax.jit(fn, in_shardings=in_sh, out_shardings=out_sh)
+
+        @functools.partial(on_actors, in_sh=(r, e, e, e, e, e, e, e, e, e, r), out_sh=(r, e))
         def book(buf, store, pobs, prev, action, done, ret, success, task_id, valid, min_return):
             # an ignored (NEXT_STEP reset) step is written but not kept: its pointer stays
             store = si.record_step(store, pobs, prev, action).replace(
@@ -142,8 +160,10 @@ class HostDriver:
             )
             return si.finish_episodes(buf, store, done, ret, success, task_id, min_return)
 
-        self._observe, self._act = jax.jit(observe), jax.jit(act)
-        self._observe_act, self._book = jax.jit(observe_act), book
+        self._observe = on_actors(observe, (r, e, e, e, e), e)
+        self._act = on_actors(act, (r, e, e, r), e)
+        self._observe_act = on_actors(observe_act, (r, r, e, e, e, e, e, r), e)
+        self._book = book
         self._obs = None
         self._autoreset = np.zeros(cfg.num_envs, bool)
 
@@ -184,6 +204,9 @@ class HostDriver:
                  ep_len=np.asarray(runner.ep_length), ep_id=np.asarray(runner.episode_id),
                  buf=runner.si_buffer, store=runner.si_store)  # fmt: skip
         key, rstate, pobs = runner.key, runner.reward_state, runner.obs
+        params = runner.params
+        if self.learner.split:  # this rollout's copy of the parameters and key on the actors
+            params, key = jax.device_put((params, key), self._rep, may_alias=False)
         steps = []
         nt, tid = self.num_tasks, self.task_ids
         stats = {k: np.zeros(nt) for k in ("episodes", "return_sum", "length_sum", "success_sum")}
@@ -214,10 +237,10 @@ class HostDriver:
         for t in range(num_steps):
             key, k_act = jax.random.split(key)
             if t == 0:  # the runner's obs are this frame's policy inputs already
-                a, logp, value = self._act(runner.params, pobs, jnp.asarray(prev), k_act)
+                a, logp, value = self._act(params, pobs, jnp.asarray(prev), k_act)
             else:
                 pobs, rstate, extra, a, logp, value = self._observe_act(
-                    runner.params, self.consts, rstate, jax.tree.map(jnp.asarray, self._obs),
+                    params, self.consts, rstate, jax.tree.map(jnp.asarray, self._obs),
                     runner.task_id, jnp.asarray(skip), jnp.asarray(prev), k_act,
                 )  # fmt: skip
                 finish(pending, extra)

@@ -385,7 +385,7 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
             # re-derived from the seed on --resume
             initial.append(jax.tree.map(np.array, jax.device_get(runner.params)))
         if restore:
-            return restore_intact(out, runner, lrn.runner_shardings(runner, L.mesh), stage)
+            return restore_intact(out, runner, L.placement(runner), stage)
         if carried is not None:  # multi-stage: keep SI buffer, reset the policy head
             c = carried if k == 1 else (*_slice(carried[:2], i), carried[2])
             return next_stage(runner, c, L, _task_ids(tasks))
@@ -396,7 +396,7 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
         runner = L.shard(runners[0])
     else:
         stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *runners)
-        runner = jax.device_put(stacked, lrn.runner_shardings(stacked, L.mesh, seeds=True))
+        runner = jax.device_put(stacked, L.placement(stacked, seeds=True))
 
     def iterate(runner, update):
         runner, m = L.iteration(runner, hp, seeds=k > 1)
@@ -432,7 +432,7 @@ def _host_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carr
         L = driver.learner
         fresh = driver.init(jax.random.PRNGKey(cfg.seed + 1000 * stage))
         if restore:
-            restored = restore_intact(out, fresh, lrn.runner_shardings(fresh, L.mesh), stage)
+            restored = restore_intact(out, fresh, L.placement(fresh), stage)
             runner = driver.adopt(restored, fresh)
         elif carried is not None:
             runner = L.shard(next_stage(fresh, carried, L, _task_ids(tasks)))

@@ -31,7 +31,10 @@ def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path):
     check(run_processes(lambda i: [*FLAGS, "--out", str(two), *dist, "--process-id", str(i)],
                         count=2, devices=2, timeout_s=600))  # fmt: skip
     one = tmp_path / "one"
-    check(run_processes(lambda i: [*FLAGS, "--out", str(one)], count=1, devices=4, timeout_s=600))
+    # --num-devices 4: one mesh for the rollout and the update, as under --distributed (a CPU
+    # process would otherwise split them: agents.devices)
+    check(run_processes(lambda i: [*FLAGS, "--out", str(one), "--num-devices", "4"], count=1,
+                        devices=4, timeout_s=600))  # fmt: skip
     # Every logged loss and episode statistic of every update is the same: one global program.
     rows_two, rows_one = _rows(two), _rows(one)
     assert [r["update"] for r in rows_two] == [1, 2, 3, 4]

@@ -59,7 +59,7 @@ def test_sharded_update_equals_single_device():
     assert len(jax.devices()) == 4, "conftest sets 4 host devices"
     runs = {}
     for ndev in (1, 4):
-        cfg = TINY if ndev == 4 else dataclasses.replace(TINY, num_devices=1)
+        cfg = dataclasses.replace(TINY, num_devices=ndev)  # one mesh of ndev devices
         L = build.build(cfg).learner
         assert L.mesh.devices.size == ndev
         r = L.init_sharded(jax.random.PRNGKey(3))
