@@ -5,8 +5,8 @@
 
 Steps (each resumes when rerun with the same --work: the clips are kept, training resumes from
 its last orbax checkpoint):
-1. `python -m data.synthetic --out WORK/clips --episodes 2400` (2,400 episodes, 7,200 clips);
-2. `python -m mineclip_jax.train --data WORK/clips --out WORK/run --config mini --steps 800
+1. `python -m data.synthetic --out WORK/clips --episodes 3000` (3,000 episodes, 9,000 clips);
+2. `python -m mineclip_jax.train --data WORK/clips --out WORK/run --config mini --steps 2000
    --batch-size 64 --train-frames 8 --lr 1e-3 --warmup-steps 60 --weight-decay 0.1
    --save-dtype float16`;
 3. SHA256SUMS beside the model; with --install the model replaces `mineclip_jax/pretrained/mini`;
@@ -33,8 +33,8 @@ class RebuildConfig:
     """Rebuild MineCLIP-mini: python benchmarks/mineclip_mini_rebuild.py --work DIR"""
 
     work: Path  # working directory: clips/, run/ (checkpoints, tb, model/).
-    episodes: int = 2400  # world episodes to cut clips from.
-    steps: int = 800  # training steps (batch 64).
+    episodes: int = 3000  # world episodes to cut clips from (the shipped model's).
+    steps: int = 2000  # training steps, batch 64 (the shipped model's).
     seed: int = 0  # seed of the clips and of training.
     install: bool = False  # copy the model into mineclip_jax/pretrained/mini.
     skip_benchmark: bool = False  # skip step 4 (no judge.json then).
