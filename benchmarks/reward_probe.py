@@ -1,6 +1,6 @@
 """What does a MineCLIP reward pay for? Play trained policies and score their frames by view.
 
-    python -m benchmarks.reward_probe --runs-dir /work/table1/runs --task "hunt a cow"
+    python -m benchmarks.reward_probe --runs-dir runs/table1 --task "hunt a cow"
     python -m benchmarks.reward_probe ... --ckpt ~/mineclip_mini/run/model   # another model
 
 Plays the untrained policy and each finished Table 1 run's trained policy (`--rewards`) on the
