@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import tyro
 
+from data.policy_clips import record
+
 BINS = (("not in view", None, None), ("in view, >= 6 blocks", 6.0, None),
         ("in view, < 6 blocks", None, 6.0))  # fmt: skip
 
@@ -35,73 +37,6 @@ class Args:
     ckpt: str = ""  # MineCLIP checkpoint that scores the frames ("": the runs' own)
     episodes: int = 64  # episodes per policy (a multiple of the runs' --num-envs)
     eval_seed: int = 2000  # key of the episodes (the same for every policy)
-
-
-def record(run_dir, params_by_policy: dict, episodes: int, seed: int) -> dict:
-    """Each policy's `episodes` episodes (no auto-reset; every env's first episode) ->
-    {policy: {"rgb" uint8 [E, T + 1, H, W, 3] (the reset frame first), "visible" / "live" /
-    "done" bool [E, T], "distance", "reward" float32 [E, T] (the run's own training reward)}}
-    for steps 1..T. `run_dir` gives the env."""
-    import jax
-    import jax.numpy as jnp
-
-    from agents import losses
-    from agents.checkpoints import load_run
-
-    cfg, built, runner = load_run(run_dir)
-    L = built.learner
-    env, hooks = L.env, L.hooks
-    n = int(jax.tree.leaves(runner.env_params)[0].shape[0])
-    if episodes % n:
-        raise ValueError(f"--episodes {episodes} must be a multiple of the runs' {n} envs")
-    tid = jnp.zeros(n, jnp.int32)
-    steps = int(cfg.max_episode_steps)
-    step = env.step_no_reset or env.step
-
-    def play(params, consts, env_params, key):
-        k_reset, k_env, k_act = jax.random.split(key, 3)
-        raw, es = jax.vmap(env.reset, in_axes=(0, 0, None))(
-            jax.random.split(k_reset, n), env_params, env.static
-        )
-        obs = L.policy_obs_batch(consts, raw, tid)
-        rs = hooks.init(consts, n, np.zeros(n, np.int32)) if hooks.init is not None else None
-        if hooks.start is not None:
-            rs = hooks.start(consts, rs, obs)
-
-        def body(c, t):
-            es, obs, prev, rs, over = c
-            a = losses.sample(jax.random.fold_in(k_act, t), L.policy_logits(params, obs, prev),
-                              L.action_dims)  # fmt: skip
-            raw, es, r_env, term, trunc, info = jax.vmap(step, in_axes=(0, 0, 0, 0, None))(
-                jax.random.split(jax.random.fold_in(k_env, t), n), es,
-                jax.vmap(env.to_env_action)(a), env_params, env.static)  # fmt: skip
-            done = term | trunc
-            obs = L.policy_obs_batch(consts, raw, tid)
-            if hooks.step is not None:
-                rs, rew = hooks.step(consts, rs, obs, done, r_env, info)
-            else:
-                rew = jax.vmap(env.reward_fn)(r_env, info)
-            sig = info["signals"]
-            out = {"rgb": raw["rgb"], "visible": sig.target_visible, "live": ~over,
-                   "distance": sig.target_distance, "reward": rew, "done": done}  # fmt: skip
-            prev = jnp.where(done[:, None], L.noop_action, a)
-            return (es, obs, prev, rs, over | done), out
-
-        c0 = (es, obs, jnp.tile(L.noop_action, (n, 1)), rs, jnp.zeros(n, bool))
-        out = jax.lax.scan(body, c0, jnp.arange(steps))[1]
-        out["rgb"] = jnp.concatenate([raw["rgb"][None], out["rgb"]])
-        return out
-
-    fn = jax.jit(play)
-    host = jax.device_get((L.consts, runner.env_params))
-    out = {}
-    for name, params in params_by_policy.items():
-        chunks = [jax.device_get(fn(jax.device_get(params), *host,
-                                    jax.random.fold_in(jax.random.PRNGKey(seed), i)))
-                  for i in range(episodes // n)]  # fmt: skip
-        out[name] = {k: np.concatenate([np.swapaxes(c[k], 0, 1) for c in chunks])
-                     for k in chunks[0]}  # fmt: skip
-    return out
 
 
 def goal_probability(handle, prompt: str, rgb: np.ndarray, chunk: int = 512):
