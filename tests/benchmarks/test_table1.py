@@ -52,11 +52,13 @@ def test_report_table_t_test_and_goal_check(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 0
 
 
-def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path):
+def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path, xla_cache):
     """The whole pipeline at smoke size with two rewards, then `cross_scores` (every policy under
     every reward) checked against what each run measured itself at its end: the run's own
     trained and untrained policy under its own reward (summary.json's final_eval, same episodes
-    and keys) must be reproduced from the checkpoint, whichever run's parameters are swapped in."""
+    and keys) must be reproduced from the checkpoint, whichever run's parameters are swapped in.
+    `xla_cache`: the runs, evaluations and this process share their compiled programs (the
+    second evaluation and this process's final-evaluation programs load the first's)."""
     args = table1.Args(
         tasks=("hunt a cow",), rewards=("mineclip", "manual"), smoke=True,
         runs_dir=str(tmp_path / "runs"), markdown=str(tmp_path / "t.md"),
