@@ -1,7 +1,7 @@
 """What does a MineCLIP reward pay for? Play trained policies and score their frames by view.
 
     python -m benchmarks.reward_probe --runs-dir runs/table1 --task "hunt a cow"
-    python -m benchmarks.reward_probe ... --ckpt ~/mineclip_mini/run/model   # another model
+    python -m benchmarks.reward_probe ... --ckpts mini ~/mini_ft/model   # models compared on the same frames
 
 Plays the untrained policy and each finished Table 1 run's trained policy (`--rewards`) on the
 same episodes of one task, records every frame with the simulator's ground truth (is the target
@@ -34,7 +34,8 @@ class Args:
     task: str = "hunt a cow"  # the task whose runs are played
     rewards: tuple[str, ...] = ("mineclip", "manual")  # runs whose trained policies play
     seed: int = 0  # the runs' seed (seed0 directories)
-    ckpt: str = ""  # MineCLIP checkpoint that scores the frames ("": the runs' own)
+    ckpts: tuple[str, ...] = ()  # MineCLIP checkpoints that score the same frames, one table
+    # each (none: the runs' own)
     episodes: int = 64  # episodes per policy (a multiple of the runs' --num-envs)
     eval_seed: int = 2000  # key of the episodes (the same for every policy)
 
@@ -79,19 +80,21 @@ def main(args: Args) -> str:
     policies = {"untrained": built0.learner.init(jax.random.PRNGKey(cfg0.seed)).params}
     policies |= {f"trained by {rw}": load_run(out)[2].params for rw, out in runs.items()}
     rec = record(first, policies, args.episodes, args.eval_seed)
-    ckpt = args.ckpt or load_config(first).mineclip_ckpt
-    handle = mcj.load_checkpoint(ckpt)
-    lines = [f"P({args.task!r}) per step under MineCLIP {ckpt!r}, {args.episodes} episodes per "
-             f"policy, by what the frame shows (fraction of steps in brackets); load "
-             f"{os.getloadavg()[0]:.1f}", "",
-             "| policy | Direct return | " + " | ".join(b for b, _, _ in BINS) + " |",
-             "|---" * (2 + len(BINS)) + "|"]  # fmt: skip
-    for name, r in rec.items():
-        direct, p = (x[:, 1:] for x in goal_probability(handle, args.task, r["rgb"]))
-        ret = float((direct * r["live"]).sum(1).mean())
-        bins = by_view(p, r["visible"], r["distance"], r["live"])
-        cells = " | ".join(f"{m:.3f} ({f:.0%})" for m, f in bins.values())
-        lines.append(f"| {name} | {ret:.2f} | {cells} |")
+    lines = []
+    for ckpt in args.ckpts or (load_config(first).mineclip_ckpt,):
+        handle = mcj.load_checkpoint(ckpt)
+        lines += [f"P({args.task!r}) per step under MineCLIP {ckpt!r}, {args.episodes} episodes "
+                  f"per policy, by what the frame shows (fraction of steps in brackets); load "
+                  f"{os.getloadavg()[0]:.1f}", "",
+                  "| policy | Direct return | " + " | ".join(b for b, _, _ in BINS) + " |",
+                  "|---" * (2 + len(BINS)) + "|"]  # fmt: skip
+        for name, r in rec.items():
+            direct, p = (x[:, 1:] for x in goal_probability(handle, args.task, r["rgb"]))
+            ret = float((direct * r["live"]).sum(1).mean())
+            bins = by_view(p, r["visible"], r["distance"], r["live"])
+            cells = " | ".join(f"{m:.3f} ({f:.0%})" for m, f in bins.values())
+            lines.append(f"| {name} | {ret:.2f} | {cells} |")
+        lines.append("")
     text = "\n".join(lines)
     print(text)
     return text
