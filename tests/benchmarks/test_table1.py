@@ -147,3 +147,16 @@ def test_the_default_budget_is_whole_updates_and_a_bad_one_is_refused_before_any
     with pytest.raises(SystemExit, match="--total-steps 499712 or 500736"):
         table1.main(bad)
     assert not (tmp_path / "runs").exists()
+
+
+def test_report_with_one_task_says_the_t_test_needs_two(tmp_path):
+    args = table1.Args(tasks=("milk a cow",), runs_dir=str(tmp_path / "runs"),
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for reward, succ in zip(("mineclip", "manual", "sparse"), (9, 8, 14), strict=True):
+        _write_result(table1.run_dir(args, "milk a cow", reward, 0), succ)
+    numbers = table1.report(args)
+    text = (tmp_path / "t.md").read_text()
+    assert text.count("not defined for one task") == 2 and "nan" not in text
+    assert np.isnan(numbers["t-test mineclip vs manual"]["t"])
+    assert "(mean difference +1.0 points)" in text and "(mean difference -5.0 points)" in text
+    assert numbers["goal"] == {"at_or_above_manual_low": 1, "above_sparse": 0}
