@@ -70,18 +70,19 @@ def main(args: Args) -> str:
     import jax
 
     import mineclip_jax as mcj
-    from agents.checkpoints import load_config, load_run
+    from agents.checkpoints import load_run
     from benchmarks import table1
 
     t_args = table1.Args(runs_dir=args.runs_dir, tasks=(args.task,), seeds=(args.seed,))
     runs = {rw: table1.run_dir(t_args, args.task, rw, args.seed) for rw in args.rewards}
     first = next(iter(runs.values()))
-    cfg0, built0, _ = load_run(first)
+    loaded = {rw: load_run(out) for rw, out in runs.items()}
+    cfg0, built0, _ = loaded0 = next(iter(loaded.values()))
     policies = {"untrained": built0.learner.init(jax.random.PRNGKey(cfg0.seed)).params}
-    policies |= {f"trained by {rw}": load_run(out)[2].params for rw, out in runs.items()}
-    rec = record(first, policies, args.episodes, args.eval_seed)
+    policies |= {f"trained by {rw}": run[2].params for rw, run in loaded.items()}
+    rec = record(first, policies, args.episodes, args.eval_seed, loaded0)
     lines = []
-    for ckpt in args.ckpts or (load_config(first).mineclip_ckpt,):
+    for ckpt in args.ckpts or (cfg0.mineclip_ckpt,):
         handle = mcj.load_checkpoint(ckpt)
         lines += [f"P({args.task!r}) per step under MineCLIP {ckpt!r}, {args.episodes} episodes "
                   f"per policy, by what the frame shows (fraction of steps in brackets); load "

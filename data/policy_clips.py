@@ -49,7 +49,7 @@ class PolicyClipsConfig:
             raise ValueError("--episodes and --clips-per-episode must be >= 1")
 
 
-def record(run_dir, params_by_policy: dict, episodes: int, seed: int) -> dict:
+def record(run_dir, params_by_policy: dict, episodes: int, seed: int, loaded=None) -> dict:
     """Each policy's `episodes` episodes in the run's env (no auto-reset: every env's first
     episode) -> {policy: arrays}, E episodes, T = the run's episode steps:
 
@@ -59,6 +59,8 @@ def record(run_dir, params_by_policy: dict, episodes: int, seed: int) -> dict:
       "biome", "world_time" int32 [E, T]: at step t = 1..T (after which frame t is drawn).
       `live` marks the steps of the first episode (its last, done step included), `hit` an
       attack that struck the task's target, `reward` the run's own training reward.
+
+    `loaded`: the run's `agents.checkpoints.load_run(run_dir)` when the caller has it already.
     """
     import jax
     import jax.numpy as jnp
@@ -66,7 +68,7 @@ def record(run_dir, params_by_policy: dict, episodes: int, seed: int) -> dict:
     from agents import losses
     from agents.checkpoints import load_run
 
-    cfg, built, runner = load_run(run_dir)
+    cfg, built, runner = loaded or load_run(run_dir)
     L = built.learner
     env, hooks = L.env, L.hooks
     n = int(jax.tree.leaves(runner.env_params)[0].shape[0])
@@ -257,11 +259,12 @@ def build(cfg: PolicyClipsConfig) -> dict:
     rng = np.random.default_rng([cfg.seed, 7])
     frames, records = [], []
     for r, run in enumerate(cfg.runs):
-        run_cfg, built, runner = load_run(run)
+        loaded = load_run(run)
+        run_cfg, built, runner = loaded
         policies = {f"trained{r}": runner.params}
         if cfg.untrained and r == 0:
             policies["untrained"] = built.learner.init(jax.random.PRNGKey(run_cfg.seed)).params
-        for name, rec in record(run, policies, cfg.episodes, cfg.seed).items():
+        for name, rec in record(run, policies, cfg.episodes, cfg.seed, loaded).items():
             f, recs = clips_from_recording(rec, run_cfg.task, run_cfg.action_repeat,
                                            cfg.clips_per_episode, rng, name)  # fmt: skip
             frames += f
