@@ -3,6 +3,7 @@
     mc = mcj.load_checkpoint("mini")            # MineCLIP-mini, shipped with the package
     mc = mcj.load_checkpoint("attn.pth")        # released checkpoint (needs torch, once)
     mcj.save_checkpoint(mc, "mineclip_attn")    # native: config.json + params.msgpack
+    mcj.save_checkpoint(mc, "small", dtype="int8")  # large tables int8, the rest float16
     mc = mcj.load_checkpoint("mineclip_attn")   # no torch needed from now on
 
 Accepted inputs of `load_checkpoint`:
@@ -37,7 +38,18 @@ from mineclip_jax.convert import (
 )
 from mineclip_jax.handle import MineCLIPHandle, init_params, param_shapes
 
+# Native format markers (config.json "format"). /1: every array stored as float32 or float16 (the
+# dtype is in the msgpack). /2: as /1, except the arrays listed in config.json "storage"
+# ("int8": their tree paths) are stored as {"int8": q, "scale": s}, decoded as q * s[:, None].
+# float32 and float16 saves still write /1, so older mineclip-jax versions read them.
 NATIVE_FORMAT = "mineclip-jax/1"
+NATIVE_FORMAT_INT8 = "mineclip-jax/2"
+NATIVE_FORMATS = (NATIVE_FORMAT, NATIVE_FORMAT_INT8)
+SAVE_DTYPES = ("float32", "float16", "int8")
+# int8 storage: a float array is quantised when it is 2-D with at least this many elements (in
+# MineCLIP-mini only the 49,408 x 64 token embedding; in the full model also the embedding and
+# the larger ViT/text kernels); every other array is stored in float16.
+INT8_MIN_ELEMENTS = 1_000_000
 CONFIG_FILE = "config.json"
 PARAMS_FILE = "params.msgpack"
 TORCH_HINT = 'reading PyTorch checkpoints needs torch: pip install "mineclip-jax[torch]"'
@@ -184,18 +196,90 @@ def load_state_dict(
     return MineCLIPHandle(config=config, params=jax.tree.map(np.asarray, params))
 
 
+def quantize_int8(x) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-row int8 quantisation of a 2-D array: scale = max|row| / 127 (float32),
+    q = round(row / scale) in [-127, 127]. An all-zero row gets scale 0 and q 0 (decoded as
+    zeros). Dequantised, every element is within scale / 2 of its row's original value."""
+    x = np.asarray(x, np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"int8 storage quantises 2-D arrays per row, got shape {x.shape}")
+    scale = (np.abs(x).max(axis=1) / np.float32(127)).astype(np.float32)
+    safe = np.where(scale > 0, scale, np.float32(1))
+    q = np.clip(np.rint(x / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def dequantize_int8(q, scale) -> np.ndarray:
+    """float32 q * scale per row (the inverse of `quantize_int8`, up to its rounding)."""
+    return np.asarray(q, np.float32) * np.asarray(scale, np.float32)[:, None]
+
+
+def _is_int8_table(x) -> bool:
+    x = np.asarray(x)
+    return x.ndim == 2 and x.size >= INT8_MIN_ELEMENTS and np.issubdtype(x.dtype, np.floating)
+
+
+def _path_keys(path) -> list[str]:
+    return [str(getattr(k, "key", k)) for k in path]
+
+
+def _read_params(path: Path) -> Any:
+    try:
+        return serialization.msgpack_restore(path.read_bytes())
+    except Exception as e:  # msgpack raises ValueError / ExtraData / its own errors
+        raise CheckpointMismatchError(
+            f"{path} cannot be read ({type(e).__name__}: {e}): the file is truncated or damaged; "
+            f"save the checkpoint again (save_checkpoint) or copy it again from its source"
+        ) from e
+
+
+def _decode_int8(raw: Any, quantized: list, where: Path) -> Any:
+    """Replace each {"int8": q, "scale": s} node listed in config.json by its float32 array."""
+    for keys in quantized:
+        parent, node = None, raw
+        for k in keys:
+            parent = node
+            node = node.get(k) if isinstance(node, dict) else None
+        ok = (
+            isinstance(node, dict)
+            and set(node) == {"int8", "scale"}
+            and np.ndim(node["int8"]) == 2
+            and np.shape(node["scale"]) == np.shape(node["int8"])[:1]
+        )
+        if not ok:
+            raise CheckpointMismatchError(
+                f"{where / PARAMS_FILE} does not hold the int8 array {'/'.join(keys)} that "
+                f"{where / CONFIG_FILE} lists (an {{'int8', 'scale'}} pair of [rows, cols] and "
+                f"[rows]); the checkpoint is damaged: save it again"
+            )
+        parent[keys[-1]] = dequantize_int8(node["int8"], node["scale"])
+    return raw
+
+
 def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
     meta = json.loads((directory / CONFIG_FILE).read_text())
-    if meta.get("format") != NATIVE_FORMAT:
+    fmt = meta.get("format")
+    if fmt not in NATIVE_FORMATS:
         raise CheckpointMismatchError(
-            f"{directory / CONFIG_FILE} has format {meta.get('format')!r}, expected "
-            f"{NATIVE_FORMAT!r}"
+            f"{directory / CONFIG_FILE} has format {fmt!r}, which this mineclip-jax cannot read "
+            f"(it reads {', '.join(repr(f) for f in NATIVE_FORMATS)}); the checkpoint was written "
+            f"by another (probably newer) mineclip-jax or is not a mineclip-jax checkpoint: "
+            f"upgrade mineclip-jax (pip install -U mineclip-jax), or re-save the checkpoint with "
+            f"save_checkpoint from the version that wrote it"
         )
     config = MineCLIPConfig.from_dict(meta["config"])
     if config_overrides:
         config = config.replace(**config_overrides)
     target = param_shapes(config)
-    raw = serialization.msgpack_restore((directory / PARAMS_FILE).read_bytes())
+    raw = _read_params(directory / PARAMS_FILE)
+    if fmt == NATIVE_FORMAT_INT8:
+        storage = meta.get("storage")
+        if not isinstance(storage, dict) or not isinstance(storage.get("int8"), list):
+            raise CheckpointMismatchError(
+                f"{directory / CONFIG_FILE} has format {fmt!r} but no storage.int8 list of the "
+                f"int8 arrays; the checkpoint is damaged: save it again"
+            )
+        raw = _decode_int8(raw, storage["int8"], directory)
     expected = {
         jax.tree_util.keystr(p): x.shape for p, x in jax.tree_util.tree_leaves_with_path(target)
     }
@@ -211,7 +295,7 @@ def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
             f"unexpected {extra}, wrong shapes {wrong}"
         )
     params = serialization.from_state_dict(target, raw)
-    # Weights stored in float16 (to ship small) load back as float32.
+    # Weights stored in float16 or int8 (to ship small) load back as float32.
     return MineCLIPHandle(
         config=config,
         params=jax.tree.map(lambda x: np.asarray(x, np.float32), params),
@@ -287,15 +371,34 @@ def load_checkpoint(
 def save_checkpoint(
     handle: MineCLIPHandle, directory: str | os.PathLike, dtype: str = "float32"
 ) -> Path:
-    """Write `config.json` + `params.msgpack` into `directory` (created if needed). `dtype`
-    "float16" halves the file (the shipped mini model); loading always gives float32."""
-    if dtype not in ("float32", "float16"):
-        raise ValueError(f"dtype must be 'float32' or 'float16', got {dtype!r}")
+    """Write `config.json` + `params.msgpack` into `directory` (created if needed).
+
+    `dtype` is the storage: "float32"; "float16" (half the file); "int8": every 2-D float array
+    of at least `INT8_MIN_ELEMENTS` elements (the token embedding) as int8 with a float32 scale
+    per row (symmetric, `quantize_int8`), the rest float16 (the shipped mini model). Loading
+    always gives float32."""
+    if dtype not in SAVE_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, SAVE_DTYPES))}, got {dtype!r}")
     directory = Path(directory).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
-    params = jax.tree.map(lambda x: np.asarray(x, dtype=dtype), handle.params)
+    host = jax.device_get(handle.params)
+    meta: dict[str, Any] = {"format": NATIVE_FORMAT}
+    if dtype == "int8":
+        quantized = []
+
+        def store(path, x):
+            if _is_int8_table(x):
+                quantized.append(_path_keys(path))
+                q, scale = quantize_int8(x)
+                return {"int8": q, "scale": scale}
+            return np.asarray(x, np.float16)
+
+        params = jax.tree_util.tree_map_with_path(store, host)
+        meta = {"format": NATIVE_FORMAT_INT8, "storage": {"int8": quantized, "other": "float16"}}
+    else:
+        params = jax.tree.map(lambda x: np.asarray(x, dtype=dtype), host)
     (directory / PARAMS_FILE).write_bytes(serialization.msgpack_serialize(params))
-    meta = {"format": NATIVE_FORMAT, "config": handle.config.to_dict()}
+    meta["config"] = handle.config.to_dict()
     (directory / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     return directory
 
