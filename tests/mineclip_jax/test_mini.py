@@ -2,8 +2,12 @@
 success from a failure in frames the embedded world renders now."""
 
 import hashlib
+import json
+import shutil
 
+import jax
 import numpy as np
+import pytest
 
 import mineclip_jax as mcj
 from data import synthetic as S
@@ -19,8 +23,40 @@ def test_shipped_files_match_their_checksums():
     assert sorted(listed) == ["config.json", "params.msgpack"]
     for name, digest in listed.items():
         assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == digest
-    assert (directory / "params.msgpack").stat().st_size < 8 * 2**20  # a few MB
     checkpoint.verify_checksums(directory)
+
+
+def test_shipped_file_is_under_5_mb_in_int8_storage_and_loads_by_name():
+    directory = checkpoint.shipped_path("mini")
+    assert (directory / "params.msgpack").stat().st_size < 5_000_000
+    meta = json.loads((directory / "config.json").read_text())
+    assert meta["format"] == "mineclip-jax/2"
+    assert meta["storage"]["int8"] == [["text_encoder", "token_embedding", "embedding"]]
+    mc = mcj.load_checkpoint("mini")
+    assert mc.num_params == 3_449_346
+    for leaf in jax.tree.leaves(mc.params):
+        assert leaf.dtype == np.float32
+    emb = mc.params["text_encoder"]["token_embedding"]["embedding"]
+    # Each row is an integer multiple of its scale max|row| / 127 (int8), as float16 rows are not.
+    scale = np.abs(emb).max(axis=1, keepdims=True) / 127
+    assert scale.min() > 0
+    steps = emb / scale
+    np.testing.assert_allclose(steps, np.rint(steps), atol=1e-3)
+
+
+def test_a_damaged_shipped_file_is_refused(tmp_path, monkeypatch):
+    copy = tmp_path / "mini"
+    shutil.copytree(checkpoint.shipped_path("mini"), copy)
+    monkeypatch.setattr(checkpoint, "PRETRAINED_DIR", tmp_path)
+    mcj.load_checkpoint("mini")  # the copy loads by name
+    data = bytearray((copy / "params.msgpack").read_bytes())
+    data[len(data) // 2] ^= 1
+    (copy / "params.msgpack").write_bytes(bytes(data))
+    with pytest.raises(mcj.CheckpointMismatchError, match="damaged: reinstall"):
+        mcj.load_checkpoint("mini")
+    (copy / "params.msgpack").write_bytes(bytes(data[: len(data) // 2]))  # truncated
+    with pytest.raises(mcj.CheckpointMismatchError, match="damaged: reinstall"):
+        mcj.load_checkpoint("mini")
 
 
 def test_mini_separates_a_success_from_a_failure_in_the_world():
