@@ -8,7 +8,7 @@ its last orbax checkpoint):
 1. `python -m data.synthetic --out WORK/clips --episodes 3000` (3,000 episodes, 9,000 clips);
 2. `python -m mineclip_jax.train --data WORK/clips --out WORK/run --config mini --steps 2000
    --batch-size 64 --train-frames 8 --lr 1e-3 --warmup-steps 60 --weight-decay 0.1
-   --save-dtype float16`;
+   --save-dtype int8` (the token embedding int8 with a per-row scale, the rest float16);
 3. SHA256SUMS beside the model; with --install the model replaces `mineclip_jax/pretrained/mini`;
 4. `benchmarks/mineclip_mini.py` on the result, which also calibrates the Creative judge and
    writes judge.json beside the model.
@@ -55,7 +55,7 @@ def main(cfg: RebuildConfig) -> None:
         train.TrainConfig(
             data=clips, out=work / "run", config="mini", steps=cfg.steps, batch_size=64,
             train_frames=8, lr=1e-3, warmup_steps=60, weight_decay=0.1, ckpt_every=50,
-            eval_batch_size=64, max_eval_clips=512, save_dtype="float16", seed=cfg.seed,
+            eval_batch_size=64, max_eval_clips=512, save_dtype="int8", seed=cfg.seed,
             progress=False,
         )
     )  # fmt: skip

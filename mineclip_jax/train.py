@@ -3,7 +3,7 @@
     python -m mineclip_jax.train --data DIR --out RUN                      # random tiny model
     python -m mineclip_jax.train --data DIR --out RUN --config attn --init attn.pth \
         --finetune-last-layers 2 --bf16                                     # the paper's recipe
-    python -m mineclip_jax.train --data MINI --out RUN --config mini --save-dtype float16
+    python -m mineclip_jax.train --data MINI --out RUN --config mini --save-dtype int8
                                                        # MineCLIP-mini (see scripts/ in README)
 
 DIR is any TFDS dataset directory with the training-data contract (docs/interfaces.md):
@@ -110,7 +110,9 @@ class TrainConfig(distributed.DistributedConfig):
     seed: int = 0  # seed of init, data order and augmentation.
     time_limit_min: float = 0.0  # stop (checkpoint, evaluate) after this many minutes; 0 = none.
     progress: bool = True  # show a tqdm progress bar.
-    save_dtype: Literal["float32", "float16"] = "float32"  # storage dtype of RUN/model weights.
+    # Storage of RUN/model weights: float32, float16, or int8 (tables of >= 1M elements int8 with
+    # a per-row scale, the rest float16; see checkpoint.save_checkpoint). Loads as float32.
+    save_dtype: Literal["float32", "float16", "int8"] = "float32"
 
 
 # ------------------------------------------------------------------------------ the data

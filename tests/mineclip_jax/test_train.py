@@ -223,10 +223,19 @@ def test_train_end_to_end_and_resume(dataset_dir, tmp_path, capsys):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 
     # A time limit stops after the step that crosses it, with a checkpoint to resume from.
-    short = dataclasses.replace(cfg, out=tmp_path / "short", time_limit_min=1e-9, ckpt_every=100)
-    tr.train(short)
+    # (Its model saved with --save-dtype int8, as the MineCLIP-mini rebuild does.)
+    short = dataclasses.replace(
+        cfg, out=tmp_path / "short", time_limit_min=1e-9, ckpt_every=100, save_dtype="int8"
+    )
+    stopped, _ = tr.train(short)
     assert "time limit" in capsys.readouterr().out
     assert [p.name for p in (short.out / "checkpoints").iterdir() if p.name.isdigit()] == ["1"]
+    assert json.loads((short.out / "model" / "config.json").read_text())["storage"]["int8"] == [
+        ["text_encoder", "token_embedding", "embedding"]
+    ]
+    emb = mcj.load_checkpoint(short.out / "model").params["text_encoder"]["token_embedding"]
+    want = stopped.params["text_encoder"]["token_embedding"]["embedding"]
+    np.testing.assert_allclose(emb["embedding"], want, atol=np.abs(want).max() / 254 * 1.001)
 
 
 def test_retrieval_with_equivalent_captions_vs_loop():
