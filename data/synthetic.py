@@ -146,6 +146,9 @@ class Behaviour:
     controller: int  # envs.voxel.scripted.BEHAVIOUR_* (oracle, circle, wander, random, agent).
     target: str = ""  # entity the oracle steers to instead of the task's own ("" = the task's).
     weight: float = 1.0  # relative sampling frequency of episodes.
+    hide_target: bool = False  # the target's mobs are not drawn: the same approach, camera and
+    # swings with nothing there, a clip that differs from the real act only in the animal's
+    # presence (always labelled `wander`).
 
 
 def _behaviours() -> tuple[Behaviour, ...]:
@@ -158,6 +161,8 @@ def _behaviours() -> tuple[Behaviour, ...]:
         out.append(Behaviour(f"agent_{slug}", prompt, _AGENT, weight=1.0))
         if act.startswith("kill:") or act in ("milk", "shear", "portal"):
             out.append(Behaviour(f"circle_{slug}", prompt, _CIRCLE, weight=1.0))
+        if act.startswith("kill:") or act in ("milk", "shear"):
+            out.append(Behaviour(f"hidden_{slug}", prompt, _ORACLE, weight=1.5, hide_target=True))
     for prompt in ("hunt a cow", "milk a cow", "hunt a sheep", "shear a sheep"):
         out.append(Behaviour(f"wrong_pig_{prompt.split()[0]}_{prompt.split()[-1]}", prompt,
                              _ORACLE, target="pig", weight=0.75))  # fmt: skip
@@ -187,6 +192,9 @@ class SyntheticConfig:
     world_height: int = 32  # world height, blocks.
     world_pool: int = 8  # distinct pre-generated worlds per split.
     overwrite: bool = False  # replace a non-empty --out directory.
+    hidden_targets: bool = False  # also run the `hidden_*` behaviours (the oracle's hunts,
+    # milkings and shearings drawn without the animal, labelled `wander`): contrast pairs that
+    # make the model look at the animal, not at the camera motion of the act.
     all_cores: bool = True  # on a CPU, simulate a batch's episodes on every core (one JAX
     # device each; the clips are the same either way).
 
@@ -243,14 +251,24 @@ def _truth_row(state, params, start_y, success, done, hit):
     }
 
 
+def without_target(state, params, hide=True):
+    """`state` with the task target's mobs hidden (not alive) where `hide`, for drawing only."""
+    mobs = state.mobs
+    shown = mobs.alive & ~(hide & params.target_entity[mobs.mob_type])
+    return state.replace(mobs=mobs.replace(alive=shown))
+
+
 @functools.cache
 def episode_fn(static, ticks: int, mesh=None):
-    """Jitted `(keys [B], params, behaviour, mode) -> (frames [B, ticks+1, H, W, 3], truth)`.
+    """Jitted `(keys [B], params, behaviour, mode, hide_target) -> (frames [B, ticks+1, H, W, 3],
+    truth)`.
     With a 1-D `mesh` (envs.voxel.parallel.env_mesh) each device runs its share of the B episodes
     (shard_map, no communication: partitioned by jit instead, the scan ran slower than on one).
 
     `static` renders (its height and width set the frames); the world steps without rendering
     and each tick's frame is rendered once. The state freezes when the episode ends.
+    `hide_target` (bool): the frames are drawn without the target's mobs (`without_target`),
+    which still act and are struck in the simulated world (the truth rows are the real episode's).
     """
     from jax.sharding import PartitionSpec as P
 
@@ -259,7 +277,10 @@ def episode_fn(static, ticks: int, mesh=None):
 
     step_static = dataclasses.replace(static, render=False)
 
-    def one(key, params, behaviour, mode):
+    def one(key, params, behaviour, mode, hide_target):
+        def draw(state):
+            return E.render_state(without_target(state, params, hide_target), static)
+
         k_reset, k_run = jax.random.split(key)
         _, state = E.reset(k_reset, params, step_static)
         start_y = state.player.pos[1]
@@ -274,10 +295,10 @@ def episode_fn(static, ticks: int, mesh=None):
             ended = done | term | trunc
             hit = info["signals"].attack_hit_target & ~done
             row = _truth_row(state, params, start_y, info["success"] & ~done, ended, hit)
-            return (state, ended), (E.render_state(state, static), row)
+            return (state, ended), (draw(state), row)
 
         first = (
-            E.render_state(state, static),
+            draw(state),
             _truth_row(
                 state, params, start_y, jnp.bool_(False), jnp.bool_(False), jnp.bool_(False)
             ),
@@ -289,12 +310,12 @@ def episode_fn(static, ticks: int, mesh=None):
             lambda f, r: jnp.concatenate([jnp.asarray(f)[None], r]), first, (frames, rows)
         )
 
-    batched = jax.vmap(one, in_axes=(0, None, None, None))
+    batched = jax.vmap(one, in_axes=(0, None, None, None, None))
     if mesh is None or mesh.devices.size == 1:
         return jax.jit(batched)
     env, rep = P(parallel.AXIS), P()
     # check_vma=False: every output is per episode, as out_specs says (see parallel.sharded_step)
-    return jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=(env, rep, rep, rep),
+    return jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=(env, rep, rep, rep, rep),
                                  out_specs=env, check_vma=False))  # fmt: skip
 
 
@@ -339,7 +360,7 @@ def run_episodes(config: SyntheticConfig, behaviour: Behaviour, seed: int, key_s
     keys = jax.device_put(keys, parallel.env_sharding(mesh))
     frames, truth = jax.device_get(
         run(keys, params[behaviour.name], jnp.int32(behaviour.controller),
-            jnp.int32(modes[behaviour.name]))
+            jnp.int32(modes[behaviour.name]), jnp.bool_(behaviour.hide_target))
     )  # fmt: skip
     return np.asarray(frames), {k: np.asarray(v) for k, v in truth.items()}
 
@@ -385,6 +406,8 @@ def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
     """What happened in the window, from ground truth only (the caption's equivalence class)."""
     from envs import spaces
 
+    if behaviour.hide_target:
+        return "wander"  # whatever the hidden target did, nothing of it is in the frames
     start = max(end - NUM_FRAMES * stride, 0)
 
     def delta(name):
@@ -491,23 +514,29 @@ def captions_contain_prompt(texts, prompts=tuple(TASK_ACTS)) -> list[tuple[str, 
 # ---------------------------------------------------------------------------------------------
 
 
+def behaviours(config: SyntheticConfig) -> tuple[Behaviour, ...]:
+    """The behaviours a build samples episodes from."""
+    return tuple(b for b in BEHAVIOURS if config.hidden_targets or not b.hide_target)
+
+
 def episode_plan(config: SyntheticConfig) -> list[dict]:
     """Per batch of episodes: split, behaviour, world seed and key (from the config seed)."""
     rng = np.random.default_rng([config.seed, 1])
     batches = -(-config.episodes // config.batch)
     test_batches = max(1, int(round(config.test_fraction * batches)))
-    weights = np.array([b.weight for b in BEHAVIOURS])
+    pool = behaviours(config)
+    weights = np.array([b.weight for b in pool])
     plan = []
     for split, n, world_seed in (("train", batches - test_batches, config.seed),
                                  ("test", test_batches, config.seed + 1)):  # fmt: skip
         # Stratified: every behaviour in proportion to its weight, then shuffled.
         counts = np.floor(weights / weights.sum() * n).astype(int)
-        extra = rng.choice(len(BEHAVIOURS), n - counts.sum(), replace=False,
+        extra = rng.choice(len(pool), n - counts.sum(), replace=False,
                            p=weights / weights.sum())  # fmt: skip
         counts[extra] += 1
-        names = np.repeat(np.arange(len(BEHAVIOURS)), counts)
+        names = np.repeat(np.arange(len(pool)), counts)
         for i in rng.permutation(names):
-            plan.append({"split": split, "behaviour": BEHAVIOUR_NAMES[i],
+            plan.append({"split": split, "behaviour": pool[i].name,
                          "world_seed": world_seed, "key_seed": int(rng.integers(2**31))})  # fmt: skip
     return plan
 

@@ -1,6 +1,7 @@
 """data.synthetic: act labels and captions from ground truth, no task prompt in any caption,
 the episode plan, and a tiny end-to-end build that mineclip_jax.train reads."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -146,9 +147,13 @@ def test_plan_is_stratified_deterministic_and_holds_out_other_worlds(tmp_path):
     assert {p["world_seed"] for p in plan if p["split"] == "test"} == {cfg.seed + 1}
     assert {p["world_seed"] for p in plan if p["split"] == "train"} == {cfg.seed}
     oracle = sum(p["behaviour"] == "kill_cow" for p in plan if p["split"] == "train")
-    weights = np.array([b.weight for b in S.BEHAVIOURS])
+    weights = np.array([b.weight for b in S.BEHAVIOURS if not b.hide_target])
     assert abs(oracle - 150 * 3.0 / weights.sum()) <= 1
     assert plan == S.episode_plan(cfg)
+    assert not any(p["behaviour"].startswith("hidden_") for p in plan)  # opt-in only
+    with_hidden = S.episode_plan(dataclasses.replace(cfg, hidden_targets=True))
+    hidden = sum(p["behaviour"] == "hidden_kill_cow" for p in with_hidden if p["split"] == "train")
+    assert abs(hidden - 150 * 1.5 / (weights.sum() + 8 * 1.5)) <= 1
     with pytest.raises(ValueError, match="episode-ticks"):
         S.SyntheticConfig(out="x", episode_ticks=10)
 
@@ -182,3 +187,33 @@ def test_circling_never_reaches_and_the_oracle_does():
     assert not circle["kills"][:, -1].any()
     assert not circle["success"].any()
     assert oracle["success"].any()
+
+
+def test_hidden_target_episodes_are_the_oracle_episodes_drawn_without_the_animal():
+    """The same simulation (every ground-truth series equal, the cow killed), the same frames
+    wherever the cow is out of view, other frames where it is close in view; every window of
+    it is labelled `wander` whatever happened to the hidden cow."""
+    # the circling test's settings: one compiled episode program for both tests
+    cfg = S.SyntheticConfig(out="unused", batch=2, episode_ticks=120, height=16, width=24,
+                            world_pool=1)  # fmt: skip
+    assert [b.name for b in S.BEHAVIOURS if b.hide_target] == [
+        "hidden_milk", "hidden_kill_cow", "hidden_shear", "hidden_kill_sheep",
+        "hidden_kill_spider", "hidden_kill_zombie", "hidden_kill_zombie_pigman",
+        "hidden_kill_enderman",
+    ]  # fmt: skip
+    frames, truth = S.run_episodes(cfg, BY_NAME["kill_cow"], 0, 5)
+    frames_h, truth_h = S.run_episodes(cfg, BY_NAME["hidden_kill_cow"], 0, 5)
+    for k in truth:
+        np.testing.assert_array_equal(truth[k], truth_h[k], err_msg=k)
+    assert truth["success"].any()
+    differ = (frames != frames_h).any(axis=(2, 3, 4))
+    assert not (differ & ~truth["target_visible"]).any()
+    close = truth["target_visible"] & (truth["target_distance"] < 4.0)
+    assert close.sum() >= 5 and differ[close].all()
+    e = int(np.argmax(truth["success"].any(axis=1)))
+    ep = {k: v[e] for k, v in truth_h.items()}
+    rng = np.random.default_rng(0)
+    windows = S.choose_windows(ep, BY_NAME["hidden_kill_cow"], 3, rng)
+    for end, stride in windows:
+        assert S.act_label(ep, BY_NAME["hidden_kill_cow"], end, stride) == "wander"
+    assert S.act_label(ep, BY_NAME["kill_cow"], *windows[0]) == "kill:cow"  # the kill's window
