@@ -54,9 +54,11 @@ def _free_compiled_programs():
 
 
 # The two halves of the Table 1 smoke pipeline take minutes each (a few `agents.ppo` and
-# `agents.evaluate` processes compiling the embedded world): they go first. xdist hands the
-# first tests out round robin, so they start at once on different workers, which then train the
-# two smoke runs side by side; the short tests fill in around them.
+# `agents.evaluate` processes compiling the embedded world): each goes first on its own xdist
+# worker, where the two then train the two smoke runs side by side while the short tests fill
+# in around them. xdist's load scheduling starts worker k on the k-th chunk of consecutive
+# tests (len // workers // 4 tests each, at least 2; round robin under 2 tests per worker), so
+# the k-th of these goes to the start of the k-th chunk (all of them first without xdist).
 LONG_FIRST = (
     "tests/benchmarks/test_table1.py::"
     "test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run",
@@ -67,4 +69,21 @@ LONG_FIRST = (
 
 def pytest_collection_modifyitems(config, items):
     rank = {nodeid: i for i, nodeid in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))  # stable: the rest as before
+    long = sorted((it for it in items if it.nodeid in rank), key=lambda it: rank[it.nodeid])
+    rest = [it for it in items if it.nodeid not in rank]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1:
+        chunk = 0
+    elif len(items) < 2 * workers:
+        chunk = 1
+    else:
+        chunk = max(
+            min(
+                len(items) // workers // 4,
+                getattr(config.option, "maxschedchunk", None) or len(items),
+            ),
+            2,
+        )
+    for k, item in enumerate(long):  # in order: each lands at k * chunk of the final list
+        rest.insert(min((k % workers) * chunk + k // workers, len(rest)), item)
+    items[:] = rest
