@@ -14,23 +14,31 @@ import gc  # noqa: E402
 import pytest  # noqa: E402
 
 
-@pytest.fixture
-def xla_cache(tmp_path, monkeypatch):
-    """A persistent XLA compilation cache under the test's own tmp dir, shared by this process
-    and every subprocess the test starts (they inherit JAX_COMPILATION_CACHE_DIR, which
+def use_xla_cache(path, monkeypatch):
+    """A persistent XLA compilation cache in `path`, shared by this process and every
+    subprocess started while it is in use (they inherit JAX_COMPILATION_CACHE_DIR, which
     `agents.ppo` keeps instead of its ~/.cache default): a program that one process compiled,
-    the others load. Restored to what it was after the test."""
+    the others load. A generator: restores the previous cache when resumed (`xla_cache`)."""
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
-    path = str(tmp_path / "xla")
+    path = str(path)
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", path)
     before = jax.config.jax_compilation_cache_dir
     jax.config.update("jax_compilation_cache_dir", path)
     compilation_cache.reset_cache()  # JAX decides once per process whether a cache is used
-    yield path
-    jax.config.update("jax_compilation_cache_dir", before)
-    compilation_cache.reset_cache()
+    try:
+        yield path
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
+        compilation_cache.reset_cache()
+
+
+@pytest.fixture
+def xla_cache(tmp_path, monkeypatch):
+    """A persistent XLA compilation cache under the test's own tmp dir (`use_xla_cache`),
+    restored to what it was after the test."""
+    yield from use_xla_cache(tmp_path / "xla", monkeypatch)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -43,3 +51,39 @@ def _free_compiled_programs():
 
     jax.clear_caches()
     gc.collect()
+
+
+# The two halves of the Table 1 smoke pipeline take minutes each (a few `agents.ppo` and
+# `agents.evaluate` processes compiling the embedded world): each goes first on its own xdist
+# worker, where the two then train the two smoke runs side by side while the short tests fill
+# in around them. xdist's load scheduling starts worker k on the k-th chunk of consecutive
+# tests (len // workers // 4 tests each, at least 2; round robin under 2 tests per worker), so
+# the k-th of these goes to the start of the k-th chunk (all of them first without xdist).
+LONG_FIRST = (
+    "tests/benchmarks/test_table1.py::"
+    "test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run",
+    "tests/benchmarks/test_table1.py::"
+    "test_smoke_pipeline_diagnoses_and_cross_scores_reproduce_each_runs_final_eval",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {nodeid: i for i, nodeid in enumerate(LONG_FIRST)}
+    long = sorted((it for it in items if it.nodeid in rank), key=lambda it: rank[it.nodeid])
+    rest = [it for it in items if it.nodeid not in rank]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1:
+        chunk = 0
+    elif len(items) < 2 * workers:
+        chunk = 1
+    else:
+        chunk = max(
+            min(
+                len(items) // workers // 4,
+                getattr(config.option, "maxschedchunk", None) or len(items),
+            ),
+            2,
+        )
+    for k, item in enumerate(long):  # in order: each lands at k * chunk of the final list
+        rest.insert(min((k % workers) * chunk + k // workers, len(rest)), item)
+    items[:] = rest

@@ -2,14 +2,19 @@
 the shipped MineCLIP-mini reward, evaluate, report) in its smoke mode."""
 
 import csv
+import fcntl
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from benchmarks import table1
 from envs.tasks.evaluation import wilson_interval
+from tests.conftest import use_xla_cache
 
+TASK = "hunt a cow"  # the smoke runs' task
 TASKS = ("milk a cow", "hunt a cow", "shear a sheep")
 SUCCESSES = {  # out of 100 episodes
     "mineclip": (30, 12, 25),
@@ -52,22 +57,61 @@ def test_report_table_t_test_and_goal_check(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 0
 
 
-def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path, xla_cache):
-    """The whole pipeline at smoke size with two rewards, then `cross_scores` (every policy under
-    every reward) checked against what each run measured itself at its end: the run's own
-    trained and untrained policy under its own reward (summary.json's final_eval, same episodes
-    and keys) must be reproduced from the checkpoint, whichever run's parameters are swapped in.
-    `xla_cache`: the runs, evaluations and this process share their compiled programs (the
-    second evaluation and this process's final-evaluation programs load the first's)."""
-    args = table1.Args(
-        tasks=("hunt a cow",), rewards=("mineclip", "manual"), smoke=True,
-        runs_dir=str(tmp_path / "runs"), markdown=str(tmp_path / "t.md"),
-        png=str(tmp_path / "c.png"), diagnosis=str(tmp_path / "d.md"), diagnose_episodes=4,
-        steps=("train", "evaluate", "diagnose", "report"),
-    )  # fmt: skip
+class SmokeRuns:
+    """The Table 1 smoke runs of "hunt a cow" (`--smoke`, seed 0) under one directory, each
+    trained once per test session by the first test that asks for it (an `agents.ppo`
+    subprocess through `table1.main`, as the pipeline trains every run): the tests that need
+    a run may sit on different xdist workers, which then train different runs at the same time;
+    a worker that needs a run another one is training waits for it (a lock per run, held only
+    while that run trains)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def args(self, rewards: tuple[str, ...], tmp_path: Path, **kw) -> table1.Args:
+        return table1.Args(
+            tasks=(TASK,), rewards=rewards, smoke=True, runs_dir=str(self.root / "runs"),
+            markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"),
+            diagnosis=str(tmp_path / "d.md"), diagnose_episodes=4, **kw,
+        )  # fmt: skip
+
+    def run(self, reward: str) -> Path:
+        args = table1.resolved(self.args((reward,), self.root, steps=("train",)))
+        out = table1.run_dir(args, TASK, reward, 0)
+        with open(self.root / f"{reward}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not table1._finished(out, args.total_steps):
+                    table1.main(args)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        return out
+
+
+@pytest.fixture
+def smoke_runs(tmp_path_factory, monkeypatch):
+    """`SmokeRuns` under the session's tmp root (shared by the xdist workers: their basetemps
+    are its children), with one persistent XLA cache for the runs, their evaluations and the
+    tests' own processes: what a run compiled (its final evaluation, which `cross_scores`
+    repeats) the tests load instead of compiling it again."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "table1_smoke"
+    root.mkdir(exist_ok=True)
+    for _ in use_xla_cache(root / "xla", monkeypatch):
+        yield SmokeRuns(root)
+
+
+def test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run(
+    tmp_path, smoke_runs
+):
+    """The whole pipeline at smoke size with the MineCLIP reward: train, evaluate, report; a
+    finished run is not trained or evaluated again; `benchmarks.reward_probe` re-scores the
+    run's recorded frames with the reward it trained on."""
+    out = smoke_runs.run("mineclip")
+    args = smoke_runs.args(("mineclip",), tmp_path, steps=("train", "evaluate", "report"))
     numbers = table1.main(args)
     args = table1.resolved(args)
-    out = table1.run_dir(args, "hunt a cow", "mineclip", 0)
+    assert out == table1.run_dir(args, TASK, "mineclip", 0)
     config = json.loads((out / "config.json").read_text())
     assert config["reward"] == "mineclip" and config["mineclip_ckpt"] == "mini"
     assert json.loads((out / "summary.json").read_text())["env_steps"] == 512
@@ -83,7 +127,39 @@ def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path, xla_cac
     table1.evaluate(args)
     assert (out / "eval" / "results.csv").stat().st_mtime == mtime
 
-    runs = {rw: table1.run_dir(args, "hunt a cow", rw, 0) for rw in args.rewards}
+    # benchmarks.reward_probe re-scores the recorded frames as a whole trajectory; on every step
+    # before an episode's end that must be the reward the run's own 16-frame cache paid.
+    import mineclip_jax as mcj
+    from agents.checkpoints import load_run
+    from benchmarks import reward_probe
+
+    params = load_run(out)[2].params
+    rec = reward_probe.record(out, {"trained": params}, episodes=16, seed=1)["trained"]
+    assert rec["rgb"].shape[:2] == (16, rec["reward"].shape[1] + 1)
+    direct, p = reward_probe.goal_probability(mcj.load_checkpoint("mini"), "hunt a cow", rec["rgb"])
+    paid = rec["live"] & ~rec["done"]
+    assert paid.sum() > 100
+    np.testing.assert_allclose(direct[:, 1:][paid], rec["reward"][paid], rtol=1e-4, atol=1e-5)
+    bins = reward_probe.by_view(p[:, 1:], rec["visible"], rec["distance"], rec["live"])
+    assert sum(f for _, f in bins.values()) == pytest.approx(1.0)
+    far = rec["live"] & rec["visible"] & (rec["distance"] >= 6)
+    if far.any():
+        assert bins["in view, >= 6 blocks"][0] == pytest.approx(float(np.mean(p[:, 1:][far])))
+
+
+def test_smoke_pipeline_diagnoses_and_cross_scores_reproduce_each_runs_final_eval(
+    tmp_path, smoke_runs
+):
+    """The smoke runs of two rewards, `diagnose`, then `cross_scores` (every policy under every
+    reward) checked against what each run measured itself at its end: the run's own trained and
+    untrained policy under its own reward (summary.json's final_eval, same episodes and keys)
+    must be reproduced from the checkpoint, whichever run's parameters are swapped in."""
+    smoke_runs.run("manual")  # first: a worker beside this one may be training the other
+    runs = {rw: smoke_runs.run(rw) for rw in ("mineclip", "manual")}
+    args = smoke_runs.args(tuple(runs), tmp_path, steps=("diagnose",))
+    table1.main(args)
+    assert "| trained by manual |" in (tmp_path / "d.md").read_text()
+
     cross = table1.cross_scores(runs, episodes=4, seed=0)  # the runs' final_eval episodes
     for rw, out in runs.items():
         own = json.loads((out / "summary.json").read_text())["final_eval"]["tasks"]["hunt a cow"]
@@ -97,26 +173,6 @@ def test_smoke_pipeline_trains_evaluates_diagnoses_and_reports(tmp_path, xla_cac
             )
     # the two rewards pay the same episodes differently (else the swap scored one reward twice)
     assert cross["mineclip"]["untrained"]["return"] != cross["manual"]["untrained"]["return"]
-    assert "| trained by manual |" in (tmp_path / "d.md").read_text()
-
-    # benchmarks.reward_probe re-scores the recorded frames as a whole trajectory; on every step
-    # before an episode's end that must be the reward the run's own 16-frame cache paid.
-    import mineclip_jax as mcj
-    from agents.checkpoints import load_run
-    from benchmarks import reward_probe
-
-    params = load_run(runs["mineclip"])[2].params
-    rec = reward_probe.record(runs["mineclip"], {"trained": params}, episodes=16, seed=1)["trained"]
-    assert rec["rgb"].shape[:2] == (16, rec["reward"].shape[1] + 1)
-    direct, p = reward_probe.goal_probability(mcj.load_checkpoint("mini"), "hunt a cow", rec["rgb"])
-    paid = rec["live"] & ~rec["done"]
-    assert paid.sum() > 100
-    np.testing.assert_allclose(direct[:, 1:][paid], rec["reward"][paid], rtol=1e-4, atol=1e-5)
-    bins = reward_probe.by_view(p[:, 1:], rec["visible"], rec["distance"], rec["live"])
-    assert sum(f for _, f in bins.values()) == pytest.approx(1.0)
-    far = rec["live"] & rec["visible"] & (rec["distance"] >= 6)
-    if far.any():
-        assert bins["in view, >= 6 blocks"][0] == pytest.approx(float(np.mean(p[:, 1:][far])))
 
 
 def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise():
