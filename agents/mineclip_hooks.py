@@ -22,12 +22,14 @@ from agents import learner as lrn
 def mineclip_hooks(cfg, env: lrn.JaxEnv, prompts: tuple[str, ...]):
     """(hooks, consts, MineCLIP handle): frozen MineCLIP frame features for the policy (+ the
     MineCLIP reward on top of `env.reward_fn` with --reward mineclip). Reads `cfg.mineclip_ckpt`,
-    `cfg.mineclip_reward` and `cfg.reward`."""
+    `cfg.mineclip_reward`, `cfg.mineclip_negatives` and `cfg.reward`."""
     import mineclip_jax as mcj
     from mineclip_jax import reward as mcr
 
     mc = mcj.load_checkpoint(cfg.mineclip_ckpt)  # a shipped name or a path (~ expanded)
-    rew = mcr.MineCLIPReward(mc, goal=list(prompts), kind=cfg.mineclip_reward)
+    extra = tuple(cfg.mineclip_negatives)
+    negatives = mcr.DEFAULT_NEGATIVE_PROMPTS + extra if extra else None
+    rew = mcr.MineCLIPReward(mc, goal=list(prompts), negatives=negatives, kind=cfg.mineclip_reward)
     goal_text = rew.spec.text_features[rew.spec.goal_prompt]  # [G, D]
     consts = {"spec": rew.spec, "goal_text": goal_text}
     module = mc.module

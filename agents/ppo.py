@@ -45,6 +45,8 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """MineCLIP checkpoint: mini (shipped with the package, 48x64 frames), attn.pth / avg.pth or a native dir; frozen image features for the policy and, with --reward mineclip, the reward"""
     mineclip_reward: Literal["direct", "delta"] = "direct"
     """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
+    mineclip_negatives: tuple[str, ...] = ()
+    """prompts added to the paper's 12 as the MineCLIP reward's negatives (e.g. "walk around"): P_goal competes with them too and chance level becomes 1/(12 + k)"""
     success_bonus: float = 10.0
     """reward added on the step a programmatic task succeeds (never on Creative tasks)"""
     stages: str = ""
@@ -235,6 +237,11 @@ def validate(cfg: PPOConfig) -> None:
     if cfg.seeds > 1 and cfg.backend != "jax":
         raise ConfigError(f"--seeds {cfg.seeds} runs the seeds in one program on --backend jax; "
                           f"with --backend {cfg.backend} train one seed per run")  # fmt: skip
+    if cfg.mineclip_negatives and cfg.reward != "mineclip":
+        raise ConfigError(f"--mineclip-negatives shapes the MineCLIP reward; with --reward "
+                          f"{cfg.reward} it would do nothing: drop it or pass --reward mineclip")  # fmt: skip
+    if any(not n.strip() for n in cfg.mineclip_negatives):
+        raise ConfigError("--mineclip-negatives holds an empty prompt: give each negative as text")
     loop.adapters.validate_tasks(cfg, stage_tasks(cfg))
 
 

@@ -71,3 +71,39 @@ def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path):
         spec, jnp.swapaxes(feats, 0, 1), runner.reward_state.goal_index
     )
     np.testing.assert_allclose(np.asarray(traj.reward).T, np.asarray(want)[:, 1:], atol=1e-5)
+
+
+def test_extra_negatives_join_the_reward_softmax(tmp_path):
+    """--mineclip-negatives: each goal's softmax runs over the 12 paper prompts plus the extra
+    ones (chance level 1/(12 + k)); the reward equals one computed from the handle directly;
+    the flag is refused without the MineCLIP reward and with an empty prompt."""
+    import pytest
+
+    from mineclip_jax import reward as mcr
+
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(), jax.random.PRNGKey(0))
+    mcj.save_checkpoint(mc, tmp_path / "mc")
+    extra = ("walk around", "look around")
+    cfg = dataclasses.replace(ppo.PPOConfig(), reward="mineclip", mineclip_ckpt=str(tmp_path / "mc"),
+                              mineclip_negatives=extra)  # fmt: skip
+    ppo.validate(cfg)
+    env = lrn.JaxEnv(
+        reset=None, step=None, params=None, static=None, action_dims=(89,),
+        to_env_action=None, policy_obs=None, reward_fn=lambda r, info: jnp.zeros(()),
+        task_ids=np.array([0]), num_tasks=1, task_conditioned=True,
+    )  # fmt: skip
+    _, consts, _ = mineclip_hooks.mineclip_hooks(cfg, env, ("hunt a cow",))
+    assert consts["spec"].candidates.sum(axis=-1).tolist() == [12 + len(extra)]
+    feats = jax.random.normal(jax.random.PRNGKey(2), (1, 20, 64))
+    got, _ = mcr.trajectory_rewards(consts["spec"], feats)
+    direct = mcr.MineCLIPReward(mc, "hunt a cow", negatives=mcr.PAPER_TASK_PROMPTS + extra)
+    want, _ = direct.trajectory_rewards(feats)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-7)
+    paper_only, _ = mcr.MineCLIPReward(mc, "hunt a cow").trajectory_rewards(feats)
+    assert not np.allclose(np.asarray(got), np.asarray(paper_only))
+    for bad, match in (
+        (dataclasses.replace(cfg, reward="manual"), "--reward mineclip"),
+        (dataclasses.replace(cfg, mineclip_negatives=("walk around", " ")), "empty prompt"),
+    ):
+        with pytest.raises(ppo.ConfigError, match=match):
+            ppo.validate(bad)
