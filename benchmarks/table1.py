@@ -55,6 +55,8 @@ class Args:
     """parallel envs per run"""
     mineclip_ckpt: str = "mini"
     """MineCLIP checkpoint (a shipped name, a native dir or attn.pth): the reward of the mineclip runs and the image features of every run"""
+    mineclip_negatives: tuple[str, ...] = ()
+    """prompts added to the paper's 12 as negatives of the mineclip runs' reward (agents.ppo --mineclip-negatives)"""
     shared_features: bool = True
     """every reward's policy sees the frozen MineCLIP features (the paper's shared architecture); off: manual and sparse train a CNN on the frames"""
     action_repeat: int = 4
@@ -124,6 +126,8 @@ def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
     ]  # fmt: skip
     if reward == "mineclip" or args.shared_features:
         flags += ["--mineclip-ckpt", args.mineclip_ckpt]
+    if reward == "mineclip" and args.mineclip_negatives:
+        flags += ["--mineclip-negatives", *args.mineclip_negatives]
     return flags + list(args.extra)
 
 

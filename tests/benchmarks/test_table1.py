@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tyro
 
 from benchmarks import table1
 from envs.tasks.evaluation import wilson_interval
@@ -185,6 +186,16 @@ def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise(
     assert differ[0] == ("mineclip", "manual") and len(differ) == 2
     cnn = table1.ppo_flags(table1.Args(shared_features=False), "hunt a cow", "manual", 0)
     assert "--mineclip-ckpt" not in cnn
+    # extra reward negatives reach the mineclip run's agents.ppo (parsed there) and no other run
+    negs = table1.Args(mineclip_negatives=("walk around", "look around"))
+    mc = table1.ppo_flags(negs, "hunt a cow", "mineclip", 0)
+    i = mc.index("--mineclip-negatives")
+    from agents import ppo
+
+    parsed = tyro.cli(ppo.PPOConfig, args=mc)
+    assert mc[i + 1 : i + 3] == ["walk around", "look around"]
+    assert parsed.mineclip_negatives == ("walk around", "look around")
+    assert "--mineclip-negatives" not in table1.ppo_flags(negs, "hunt a cow", "manual", 0)
 
 
 def test_the_default_budget_is_whole_updates_and_a_bad_one_is_refused_before_any_run(tmp_path):
