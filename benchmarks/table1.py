@@ -132,10 +132,13 @@ def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
 
 
 def _finished(out: Path, total_steps: int) -> bool:
+    return (_env_steps(out) or 0) >= total_steps
+
+
+def _env_steps(out: Path) -> int | None:
+    """The env steps a run trained (its summary.json), None before it has one."""
     summary = out / "summary.json"
-    if not summary.exists():
-        return False
-    return json.loads(summary.read_text()).get("env_steps", 0) >= total_steps
+    return json.loads(summary.read_text()).get("env_steps") if summary.exists() else None
 
 
 def _has_checkpoint(out: Path) -> bool:
@@ -276,9 +279,19 @@ def report(args: Args) -> dict:
                 f"{len(complete)} (goal all)."
             )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    budgets = {t: sorted({_env_steps(run_dir(args, t, rw, s)) for rw in args.rewards
+                          for s in args.seeds} - {None}) for t in args.tasks}  # fmt: skip
+    if len({tuple(b) for b in budgets.values() if b}) <= 1:
+        budget = f"{args.total_steps:,} env steps per run"
+        if any(budgets.values()):
+            budget = f"{next(b for b in budgets.values() if b)[0]:,} env steps per run"
+    else:  # tasks trained with different budgets (each run's own summary.json)
+        budget = "env steps per run: " + "; ".join(
+            f"{t} {', '.join(f'{n:,}' for n in b)}" for t, b in budgets.items() if b
+        )
     lines.append(
-        f"\n{args.total_steps:,} env steps per run, seeds {list(args.seeds)}, {args.episodes} "
-        f"evaluation episodes per policy; load average at report time {load}."
+        f"\n{budget}, seeds {list(args.seeds)}, {args.episodes} evaluation episodes per policy; "
+        f"load average at report time {load}."
     )
     text = "\n".join(lines) + "\n"
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)

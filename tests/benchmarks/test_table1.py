@@ -227,3 +227,25 @@ def test_report_with_one_task_says_the_t_test_needs_two(tmp_path):
     assert np.isnan(numbers["t-test mineclip vs manual"]["t"])
     assert "(mean difference +1.0 points)" in text and "(mean difference -5.0 points)" in text
     assert numbers["goal"] == {"at_or_above_manual_low": 1, "above_sparse": 0}
+
+
+def test_report_states_each_tasks_budget_when_they_differ(tmp_path):
+    """Runs trained with different budgets: the report says each task's (from the runs' own
+    summary.json), not the --total-steps it was called with."""
+    tasks = ("milk a cow", "hunt a cow")
+    args = table1.Args(tasks=tasks, runs_dir=str(tmp_path / "runs"), total_steps=512_000,
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for task, steps in zip(tasks, (256_000, 512_000), strict=True):
+        for reward in args.rewards:
+            out = table1.run_dir(args, task, reward, 0)
+            _write_result(out, 10)
+            (out / "summary.json").write_text(json.dumps({"env_steps": steps}))
+    table1.report(args)
+    text = (tmp_path / "t.md").read_text()
+    assert "env steps per run: milk a cow 256,000; hunt a cow 512,000," in text
+    for task in tasks:  # one budget for all: said once
+        for reward in args.rewards:
+            out = table1.run_dir(args, task, reward, 0)
+            (out / "summary.json").write_text(json.dumps({"env_steps": 256_000}))
+    table1.report(args)
+    assert "\n256,000 env steps per run, seeds [0]" in (tmp_path / "t.md").read_text()
