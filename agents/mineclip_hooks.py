@@ -27,7 +27,8 @@ def mineclip_hooks(cfg, env: lrn.JaxEnv, prompts: tuple[str, ...]):
     from mineclip_jax import reward as mcr
 
     mc = mcj.load_checkpoint(cfg.mineclip_ckpt)  # a shipped name or a path (~ expanded)
-    extra = tuple(cfg.mineclip_negatives)
+    # runs saved before --mineclip-negatives existed load as configs without the field
+    extra = tuple(getattr(cfg, "mineclip_negatives", ()))
     negatives = mcr.DEFAULT_NEGATIVE_PROMPTS + extra if extra else None
     rew = mcr.MineCLIPReward(mc, goal=list(prompts), negatives=negatives, kind=cfg.mineclip_reward)
     goal_text = rew.spec.text_features[rew.spec.goal_prompt]  # [G, D]

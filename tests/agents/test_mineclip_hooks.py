@@ -101,6 +101,13 @@ def test_extra_negatives_join_the_reward_softmax(tmp_path):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-7)
     paper_only, _ = mcr.MineCLIPReward(mc, "hunt a cow").trajectory_rewards(feats)
     assert not np.allclose(np.asarray(got), np.asarray(paper_only))
+    # a run saved before the flag existed (its config.json lacks the field) loads with the 12
+    from agents.checkpoints import config_from_json, config_to_json
+
+    saved = config_to_json(cfg)
+    del saved["mineclip_negatives"]
+    _, old, _ = mineclip_hooks.mineclip_hooks(config_from_json(saved), env, ("hunt a cow",))
+    assert old["spec"].candidates.sum(axis=-1).tolist() == [12]
     for bad, match in (
         (dataclasses.replace(cfg, reward="manual"), "--reward mineclip"),
         (dataclasses.replace(cfg, mineclip_negatives=("walk around", " ")), "empty prompt"),
