@@ -31,8 +31,11 @@ def wilson_interval(successes: int, episodes: int, z: float = Z_95) -> tuple[flo
     half = (
         z / (1 + z2 / episodes) * math.sqrt(p * (1 - p) / episodes + z2 / (4 * episodes * episodes))
     )
-    # Clamp the float round-off at the ends (p = 0 or 1 gives exactly 0 or 1 analytically).
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # p = 0 or 1 gives exactly 0 or 1 analytically; in floats centre - half is then a round-off
+    # like 3.5e-18, and "0 successes >= the lower bound of 0 of 100" must hold.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == episodes else min(1.0, centre + half)
+    return low, high
 
 
 class SuccessCount:

@@ -27,6 +27,9 @@ def test_wilson_against_hand_computed_values():
     assert wilson_interval(37, 100) == pytest.approx((0.281824, 0.467795), abs=1e-6)
     low, high = wilson_interval(1, 100)
     assert 0 < low < 0.01 < high
+    # the ends are exact, not a round-off: 0 of n is at its own lower bound, n of n at its upper
+    for n in range(1, 301):
+        assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(11, 10)
     with pytest.raises(ValueError, match="episodes"):
