@@ -66,7 +66,7 @@ class Args:
     privileged_critic: bool = True
     """the critic (never the policy) also sees the target's simulator features, for every reward"""
     extra: tuple[str, ...] = ()
-    """further `agents.ppo` flags appended to every run, e.g. --extra --aux-coef 0"""
+    """further `agents.ppo` flags appended to every run, e.g. --extra=--aux-coef 0 (the "=" keeps the first from being read as a flag of this script)"""
     runs_dir: str = "runs/table1"
     """where the runs and their evaluations go"""
     episodes: int = 100

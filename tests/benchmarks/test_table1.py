@@ -196,6 +196,9 @@ def test_every_reward_shares_the_frozen_mineclip_features_unless_told_otherwise(
     assert mc[i + 1 : i + 3] == ["walk around", "look around"]
     assert parsed.mineclip_negatives == ("walk around", "look around")
     assert "--mineclip-negatives" not in table1.ppo_flags(negs, "hunt a cow", "manual", 0)
+    # --extra as its help line writes it reaches every run's command line
+    extra = tyro.cli(table1.Args, args=["--extra=--aux-coef", "0"])
+    assert table1.ppo_flags(extra, "hunt a cow", "manual", 0)[-2:] == ["--aux-coef", "0"]
 
 
 def test_the_default_budget_is_whole_updates_and_a_bad_one_is_refused_before_any_run(tmp_path):
