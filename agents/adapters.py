@@ -105,6 +105,15 @@ def validate_mesh(cfg) -> None:
         )  # fmt: skip
 
 
+def validate_reward(cfg) -> None:
+    """ConfigError for reward flags that cannot work (before anything is built)."""
+    if cfg.mineclip_negatives and cfg.reward != "mineclip":
+        raise ConfigError(f"--mineclip-negatives shapes the MineCLIP reward; with --reward "
+                          f"{cfg.reward} it would do nothing: drop it or pass --reward mineclip")  # fmt: skip
+    if any(not n.strip() for n in cfg.mineclip_negatives):
+        raise ConfigError("--mineclip-negatives holds an empty prompt: give each negative as text")
+
+
 def validate_tasks(cfg, stages) -> None:
     """ConfigError for tasks, rewards and backends that cannot go together (before any env is
     built): unknown tasks, cartpole mixed with others, MineCLIP without a checkpoint or frames,

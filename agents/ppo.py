@@ -237,11 +237,7 @@ def validate(cfg: PPOConfig) -> None:
     if cfg.seeds > 1 and cfg.backend != "jax":
         raise ConfigError(f"--seeds {cfg.seeds} runs the seeds in one program on --backend jax; "
                           f"with --backend {cfg.backend} train one seed per run")  # fmt: skip
-    if cfg.mineclip_negatives and cfg.reward != "mineclip":
-        raise ConfigError(f"--mineclip-negatives shapes the MineCLIP reward; with --reward "
-                          f"{cfg.reward} it would do nothing: drop it or pass --reward mineclip")  # fmt: skip
-    if any(not n.strip() for n in cfg.mineclip_negatives):
-        raise ConfigError("--mineclip-negatives holds an empty prompt: give each negative as text")
+    loop.adapters.validate_reward(cfg)
     loop.adapters.validate_tasks(cfg, stage_tasks(cfg))
 
 
