@@ -279,15 +279,14 @@ def report(args: Args) -> dict:
                 f"{len(complete)} (goal all)."
             )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    budgets = {t: sorted({_env_steps(run_dir(args, t, rw, s)) for rw in args.rewards
-                          for s in args.seeds} - {None}) for t in args.tasks}  # fmt: skip
-    if len({tuple(b) for b in budgets.values() if b}) <= 1:
-        budget = f"{args.total_steps:,} env steps per run"
-        if any(budgets.values()):
-            budget = f"{next(b for b in budgets.values() if b)[0]:,} env steps per run"
-    else:  # tasks trained with different budgets (each run's own summary.json)
+    # each run's own budget (summary.json); --total-steps for runs not trained yet
+    budgets = {t: sorted({_env_steps(run_dir(args, t, rw, s)) or args.total_steps
+                          for rw in args.rewards for s in args.seeds}) for t in args.tasks}  # fmt: skip
+    if len({tuple(b) for b in budgets.values()}) == 1 and len(budgets[args.tasks[0]]) == 1:
+        budget = f"{budgets[args.tasks[0]][0]:,} env steps per run"
+    else:  # tasks (or runs) trained with different budgets
         budget = "env steps per run: " + "; ".join(
-            f"{t} {', '.join(f'{n:,}' for n in b)}" for t, b in budgets.items() if b
+            f"{t} {', '.join(f'{n:,}' for n in b)}" for t, b in budgets.items()
         )
     lines.append(
         f"\n{budget}, seeds {list(args.seeds)}, {args.episodes} evaluation episodes per policy; "

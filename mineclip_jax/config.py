@@ -155,7 +155,8 @@ class MineCLIPConfig:
         grid), so agents feed it their frames directly. Widths are chosen so that encoding a
         frame costs fewer FLOPs than the agents' small trainable CNN, and the 49,408-token
         embedding (which dominates at this width) keeps the shipped weights a few MB (stored
-        int8 with a per-row scale, the rest float16: 3.9 MB). The temporal aggregator is the mean over time, as MineCLIP[avg]."""
+        int8 with a per-row scale, the rest float16: 3.9 MB). The temporal aggregator is the
+        mean over time, as MineCLIP[avg]."""
         fields = dict(
             image_size=(48, 64),
             patch_size=8,
