@@ -259,11 +259,11 @@ def report(args: Args) -> dict:
             b = [pooled[t, other]["rate"] for t in complete]
             t_stat, p = paired_t_test(a, b)
             numbers[f"t-test mineclip vs {other}"] = {"t": t_stat, "p": p, "tasks": len(complete)}
-            test = (f"t = {t_stat:.2f}, p = {p:.3f}" if len(complete) > 1 else
+            test = (f"t = {t_stat:z.2f}, p = {p:.3f}" if len(complete) > 1 else
                     "not defined for one task (it needs two or more)")  # fmt: skip
             lines.append(
                 f"\nPaired t-test, MineCLIP vs {other} over {len(complete)} tasks: {test} (mean "
-                f"difference {100 * (np.mean(a) - np.mean(b)):+.1f} points)."
+                f"difference {100 * (np.mean(a) - np.mean(b)):+z.1f} points)."
             )
         if {"manual", "sparse"} <= set(args.rewards):
             at_manual = sum(

@@ -58,6 +58,21 @@ def test_report_table_t_test_and_goal_check(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 0
 
 
+def test_report_prints_a_cancelling_difference_without_a_minus_sign(tmp_path):
+    # 0.09 - 0.08 and 0.12 - 0.13 cancel only up to rounding (-1.4e-17), which "{:.2f}" prints as
+    # "-0.00": the report must say t = 0.00 and +0.0 points.
+    args = table1.Args(tasks=TASKS, runs_dir=str(tmp_path / "runs"), rewards=["mineclip", "manual"],
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for reward, succ in {"mineclip": (9, 0, 12), "manual": (8, 0, 13)}.items():
+        for task, s in zip(TASKS, succ, strict=True):
+            _write_result(table1.run_dir(args, task, reward, 0), s)
+    numbers = table1.report(args)
+    assert abs(numbers["t-test mineclip vs manual"]["t"]) < 1e-9
+    text = (tmp_path / "t.md").read_text()
+    assert "t = 0.00, p = 1.000 (mean difference +0.0 points)" in text
+    assert "-0.0" not in text
+
+
 class SmokeRuns:
     """The Table 1 smoke runs of "hunt a cow" (`--smoke`, seed 0) under one directory, each
     trained once per test session by the first test that asks for it (an `agents.ppo`
