@@ -408,6 +408,8 @@ def plot_curves(args: Args) -> None:
                             label=f"{rw} reward" if k == 0 else None)  # fmt: skip
         ax.set(title=task, xlabel=f"env steps ({args.action_repeat} ticks each)",
                ylabel="training success rate")  # fmt: skip
+        # "100k" ticks: full numbers (100000, 200000, ...) run into each other on a 4-inch axis
+        ax.xaxis.set_major_formatter(lambda x, _pos: f"{x / 1000:g}k" if x else "0")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
