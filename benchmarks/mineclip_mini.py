@@ -235,9 +235,18 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
             if name == "trained":
                 row["delta"] = delta
                 row["negatives"] = [p for p in prompts if p != task]
+                # Diagnostics on the held-out half: how well the scores separate at all, and the
+                # F1 of the best threshold there (an upper bound for any threshold rule).
+                pos, neg = scores[held][labels[held]], scores[held][~labels[held]]
+                row["auc_heldout"] = roc_auc(pos, neg)
+                row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
+                    scores[held], labels[held]
+                )
         out[task] = row
         print(f"  {task:26s} F1 {row['f1_trained']:.3f} (random weights {row['f1_random']:.3f})"
-              f"  delta {row['delta']:.4f}", flush=True)  # fmt: skip
+              f"  delta {row['delta']:.4f}; held-out AUC {row['auc_heldout']:.3f}, best "
+              f"threshold {row['best_threshold']:.4f} F1 {row['f1_best_threshold']:.3f}",
+              flush=True)  # fmt: skip
     return out
 
 

@@ -86,6 +86,22 @@ def kmeans_threshold(scores) -> float:
     return 0.5 * (low + high)
 
 
+def best_threshold_f1(scores, labels) -> tuple[float, float]:
+    """(F1, delta) of the best threshold on labelled scores: the most any threshold rule can
+    reach on them. A diagnostic, not a calibration (it reads the labels it is scored on): where
+    it is high and the k-means delta's F1 is low, the rule misplaces delta; where it is low too,
+    the scores themselves overlap."""
+    x = np.asarray(scores, np.float64).reshape(-1)
+    y = np.asarray(labels).astype(bool).reshape(-1)
+    if x.shape != y.shape:
+        raise ValueError(f"scores {x.shape} and labels {y.shape} differ in size")
+    # success = score > delta, so every distinct score, and one below them all, is a candidate
+    candidates = np.r_[x.min() - 1.0, np.unique(x)]
+    f1 = [binary_metrics(x > d, y).f1 for d in candidates]
+    best = int(np.argmax(f1))
+    return float(f1[best]), float(candidates[best])
+
+
 def classify(scores, threshold: float) -> np.ndarray:
     """Success (True) where score > threshold."""
     return np.asarray(scores) > threshold

@@ -55,6 +55,30 @@ def test_binary_metrics_hand_values():
         ev.binary_metrics([1, 0], [1])
 
 
+def test_best_threshold_f1_hand_values():
+    # delta 0.1 predicts (0, 1, 1, 1): tp 2, fp 1, F1 0.8; delta 0.3: tp 1, fn 1, F1 2/3;
+    # below all: tp 2, fp 2, F1 2/3; 0.2 and 0.4: F1 1/2 and 0.
+    f1, delta = ev.best_threshold_f1([0.3, 0.2, 0.1, 0.4], [0, 1, 0, 1])
+    assert (f1, delta) == (pytest.approx(0.8), 0.1)
+    # separable scores: F1 1 at the highest failure
+    assert ev.best_threshold_f1([0.9, 0.8, 0.5, 0.7], [1, 1, 0, 0]) == (1.0, 0.7)
+    # every episode a success: predicting all of them (delta below the lowest) is F1 1
+    f1, delta = ev.best_threshold_f1([0.2, 0.5], [1, 1])
+    assert f1 == 1.0 and delta < 0.2
+    with pytest.raises(ValueError, match="differ in size"):
+        ev.best_threshold_f1([0.1, 0.2], [1])
+
+
+def test_best_threshold_f1_beats_a_grid_search():
+    rng = np.random.default_rng(0)
+    labels = rng.random(60) < 0.5
+    scores = rng.normal(labels * 1.0, 1.0)
+    f1, delta = ev.best_threshold_f1(scores, labels)
+    grid = [ev.binary_metrics(scores > d, labels).f1 for d in np.linspace(-4, 5, 2001)]
+    assert f1 >= max(grid) - 1e-12
+    assert ev.binary_metrics(scores > delta, labels).f1 == f1
+
+
 def test_trajectory_scores_padded_and_list():
     rewards = np.array([[1.0, 2.0, 3.0, 99.0], [4.0, 0.0, 0.0, 0.0]])
     np.testing.assert_allclose(ev.trajectory_scores(rewards, [3, 1]), [2.0, 4.0])
