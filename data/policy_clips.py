@@ -193,9 +193,11 @@ def write_clip_dir(
     records: list[dict],
     overwrite: bool = False,
     note: dict | None = None,
+    kind: str = "policy_clips",
 ) -> dict:
     """`base`'s clips with `frames`/`records` appended to its train split -> the array clip
-    directory `out` (the test split copied unchanged); returns its summary (clips.json)."""
+    directory `out` (the test split copied unchanged); returns its summary (clips.json), whose
+    `kind` entry describes the appended clips."""
     base, out = Path(base).expanduser(), Path(out).expanduser()
     meta = json.loads((base / "clips.json").read_text())
     if meta.get("format") != synthetic.ARRAY_FORMAT:
@@ -206,8 +208,8 @@ def write_clip_dir(
     shape = tuple(meta["frame_shape"])
     if any(f.shape != shape for f in frames):
         got = next(f.shape for f in frames if f.shape != shape)
-        raise ValueError(f"policy clips are {list(got)}, the base clips {list(shape)}: record "
-                         f"with runs that render the clips' frame size")  # fmt: skip
+        raise ValueError(f"the new clips are {list(got)}, the base clips {list(shape)}: "
+                         f"record them at the base clips' frame size")  # fmt: skip
     bad = synthetic.captions_contain_prompt([r["text"] for r in records])
     if bad:  # the phrasings are tested never to contain a prompt; this guards other captions
         raise ValueError(f"captions contain task prompts verbatim: {bad[:3]}")
@@ -243,7 +245,7 @@ def write_clip_dir(
     summary["clips"] = {"train": n_base + n_new, "test": meta["clips"]["test"]}
     summary["labels"] = {k: meta["labels"].get(k, 0) + labels.get(k, 0)
                          for k in sorted(set(meta["labels"]) | set(labels))}  # fmt: skip
-    summary["policy_clips"] = {"count": n_new, "labels": dict(sorted(labels.items())),
+    summary[kind] = {"count": n_new, "labels": dict(sorted(labels.items())),
                                "base": str(base), **(note or {})}  # fmt: skip
     with open(out / "clips.json", "w") as f:
         json.dump(summary, f, indent=1)

@@ -500,6 +500,18 @@ def caption(label: str, biome_id: int, world_time: int, rng) -> str:
     return " ".join(text.split())
 
 
+def episode_clips(truth: dict, behaviour: Behaviour, count: int, rng) -> list[tuple]:
+    """The `count` captioned windows of one episode (truth arrays of length T+1): (end frame,
+    stride, frame indices, act label, caption) each, windows chosen first, then captioned in
+    order (the rng's draws, and so a build's clips, depend on that order)."""
+    clips = []
+    for end, stride in choose_windows(truth, behaviour, count, rng):
+        label = act_label(truth, behaviour, end, stride)
+        text = caption(label, truth["biome"][end], truth["world_time"][end], rng)
+        clips.append((end, stride, window_frames(end, stride), label, text))
+    return clips
+
+
 def captions_contain_prompt(texts, prompts=tuple(TASK_ACTS)) -> list[tuple[str, str]]:
     """(caption, prompt) pairs where a task prompt appears verbatim in a caption."""
     found = []
@@ -564,10 +576,9 @@ def build(config: SyntheticConfig, progress: bool = True) -> dict:
         rng = np.random.default_rng([config.seed, 2, b])
         for e in range(config.batch):
             ep = {k: v[e] for k, v in truth.items()}
-            for end, stride in choose_windows(ep, behaviour, config.clips_per_episode, rng):
-                idx = window_frames(end, stride)
-                label = act_label(ep, behaviour, end, stride)
-                text = caption(label, ep["biome"][end], ep["world_time"][end], rng)
+            for end, stride, idx, label, text in episode_clips(
+                ep, behaviour, config.clips_per_episode, rng
+            ):
                 split = batch["split"]
                 row = len(records[split])
                 frames_out[split][row] = frames[e, idx]
