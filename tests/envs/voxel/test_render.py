@@ -56,7 +56,10 @@ EYE = (8.5, 8.5, 2.5)
 
 @functools.cache
 def assets():
-    return make_render_assets(BLOCKS, MOBS)
+    # concrete arrays even when first called inside a jit trace: the cache must never keep a
+    # tracer (which test calls it first depends on how xdist spreads the tests)
+    with jax.ensure_compile_time_eval():
+        return make_render_assets(BLOCKS, MOBS)
 
 
 render_jit = jax.jit(R.render_first_person, static_argnames="cfg")
@@ -244,7 +247,8 @@ def test_vmap_matches_per_scene_renders():
         scene(wall("grass", 9), yaw=20.0, pitch=10.0, mobs=[("sheep", (8.0, 7.0, 6.0))]),
     ]
     batch = jax.tree.map(lambda *x: jnp.stack(x), *scenes)
-    out = jax.jit(jax.vmap(lambda s: R.render_first_person(s, assets(), CFG)))(batch)
+    a = assets()
+    out = jax.jit(jax.vmap(lambda s: R.render_first_person(s, a, CFG)))(batch)
     singles = np.stack([render(s) for s in scenes])
     np.testing.assert_array_equal(np.asarray(out), singles)
 
