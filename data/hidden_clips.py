@@ -25,8 +25,9 @@ import tyro
 
 from data import synthetic
 from data.policy_clips import write_clip_dir
+from envs.tasks import paper
 
-ZOO_TASKS = ("milk a cow", "hunt a cow", "shear a sheep", "hunt a sheep")
+ZOO_TASKS = tuple(paper.PAPER_TASKS[t].prompt for t in paper.ANIMAL_ZOO)  # the Animal-Zoo prompts
 
 
 @dataclasses.dataclass(frozen=True)
