@@ -149,12 +149,6 @@ def validate_tasks(cfg, stages) -> None:
 
 def validate_backend(cfg, stages) -> None:
     """ConfigError for what the chosen backend cannot run (before any env is built)."""
-    if cfg.distributed and cfg.backend != "jax":
-        raise ConfigError(
-            f"--distributed trains on --backend jax (one global program over every host's "
-            f"devices); --backend {cfg.backend} steps its simulators on one host: drop "
-            "--distributed, or use --backend jax"
-        )
     target_features_on = uses_target_features(cfg)
     if cfg.backend == "jax":
         if target_features_on and any(t == "cartpole" for s in stages for t in s):
@@ -410,8 +404,17 @@ def make_host_vector_env(cfg, tasks: tuple[str, ...], log_dir: Path | None = Non
     """The Gymnasium vector env of a host-stepped backend: the embedded world in bridge worker
     processes (`process`, env i runs `tasks[i % len(tasks)]`) or MineDojo's Java simulator.
     With a MineCLIP checkpoint the frames are the model's size (`frame_size`) and rendered
-    whatever --image-size / --no-render say, as on the jax backend."""
+    whatever --image-size / --no-render say, as on the jax backend.
+
+    Under --distributed each process starts the workers of its own share of the envs (global
+    env ids `process_share`; their logs under `log_dir/process-<i>`), on its own host."""
+    from mineclip_jax.distributed import process_share
+
     h, w = frame_size(cfg)
+    share = process_share(cfg.num_envs, "--num-envs")
+    num_local = share.stop - share.start
+    if jax.process_count() > 1 and log_dir is not None:
+        log_dir = Path(log_dir) / f"process-{jax.process_index()}"
     common = dict(max_restarts=cfg.bridge_max_restarts,
                   log_dir=None if log_dir is None else str(log_dir))  # fmt: skip
     if cfg.backend == "process":
@@ -419,10 +422,10 @@ def make_host_vector_env(cfg, tasks: tuple[str, ...], log_dir: Path | None = Non
 
         timeout = cfg.bridge_timeout_s or 60.0
         return ProcessVectorEnv(
-            "agents.host_envs:voxel_env", cfg.num_envs, timeout_s=timeout,
+            "agents.host_envs:voxel_env", num_local, timeout_s=timeout,
             startup_timeout_s=max(600.0, timeout), envs_per_worker=cfg.bridge_envs_per_worker,
             tasks=tuple(tasks), seed=cfg.seed, compile_cache=cfg.compile_cache,
-            **voxel_env_kwargs(cfg), **common,
+            first_env=share.start, **voxel_env_kwargs(cfg), **common,
         )  # fmt: skip
     if cfg.backend == "minedojo":
         import envs
@@ -431,7 +434,7 @@ def make_host_vector_env(cfg, tasks: tuple[str, ...], log_dir: Path | None = Non
                     run_template=cfg.minedojo_run_template, headless=cfg.minedojo_headless)  # fmt: skip
         if cfg.minedojo_port is not None:
             opts["malmo_port"] = cfg.minedojo_port
-        return envs.make_vector(tasks[0], cfg.num_envs, backend="minedojo", height=h, width=w,
+        return envs.make_vector(tasks[0], num_local, backend="minedojo", height=h, width=w,
                                 timeout_s=cfg.bridge_timeout_s or 120.0, **common, **opts)  # fmt: skip
     raise ConfigError(f"--backend {cfg.backend!r} is not host-stepped")
 
@@ -458,10 +461,10 @@ def host_reward_fn(cfg, tasks: tuple[str, ...]):
     bonus (MineCLIP adds its term through the hooks). Manual: the embedded world reports its
     dense shaping; MineDojo cannot (Malmo has no target distances), so there it is the task's
     programmatic reward."""
-    n = cfg.num_envs
     bonus = np.float32(success_bonus(cfg, task_specs(tasks)))
 
     def reward_fn(r, info):
+        n = len(r)  # this process's envs (its share under --distributed)
         r_succ = bonus * host_success_fn(info, n).astype(np.float32)
         if cfg.reward != "manual":
             return r_succ

@@ -12,8 +12,10 @@ import os
 ENV_ID_VARIABLE = "MINECLIP_BRIDGE_ENV_ID"  # set by the bridge worker before it builds an env
 
 
-def voxel_env(tasks, seed: int = 0, compile_cache: str = "", **kw):
-    """One embedded world for bridge env id i: task `tasks[i % len(tasks)]`, `envs.make(**kw)`.
+def voxel_env(tasks, seed: int = 0, compile_cache: str = "", first_env: int = 0, **kw):
+    """One embedded world for bridge env id i: task `tasks[(first_env + i) % len(tasks)]`,
+    `envs.make(**kw)` (`first_env`: the global index of this vector env's env 0, under
+    --distributed the process's first env).
 
     The env is reset and stepped once here, so its jitted functions compile during the worker's
     startup (covered by the bridge's startup deadline, not the per-step one)."""
@@ -27,7 +29,7 @@ def voxel_env(tasks, seed: int = 0, compile_cache: str = "", **kw):
     import envs
 
     env_id = int(os.environ.get(ENV_ID_VARIABLE, "0"))
-    env = envs.make(tasks[env_id % len(tasks)], seed=seed, **kw)
+    env = envs.make(tasks[(first_env + env_id) % len(tasks)], seed=seed, **kw)
     env.reset(seed=seed)
     env.step(np.zeros(env.action_space.shape, np.int64))
     return env

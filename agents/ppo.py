@@ -27,7 +27,7 @@ from agents import checkpoints, devices
 from agents import train as loop
 from agents.adapters import ConfigError, task_specs
 from agents.checkpoints import CONFIG_FILE
-from mineclip_jax.distributed import DistributedConfig, DistributedError, initialize
+from mineclip_jax.distributed import DistributedConfig, DistributedError, fail_fast, initialize
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,13 +278,14 @@ def main(argv=None) -> None:
     import tyro
 
     cfg = tyro.cli(PPOConfig, args=argv)
-    try:
-        devices.expose_cores(cfg)  # before JAX starts: on a CPU every core a device (or one)
-        initialize(cfg)  # --distributed: join the other processes before JAX computes anything
-        s = train(cfg)
-    except (ConfigError, DistributedError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    with fail_fast():  # --distributed: a failing process leaves at once (no hang)
+        try:
+            devices.expose_cores(cfg)  # before JAX starts: on a CPU every core a device (or one)
+            initialize(cfg)  # --distributed: join the other processes before JAX computes
+            s = train(cfg)
+        except (ConfigError, DistributedError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
     keys = ("env_steps", "episodic_return", "success_rate", "sps")
     if "seeds" in s:
         print(json.dumps({k: {x: v[x] for x in keys if x in v} for k, v in s["seeds"].items()}))

@@ -39,6 +39,17 @@ does: no MineCLIP term on a done step, exactly as on the device path). Consequen
 
 The policy inputs (features, not frames) are what the SI buffer stores, as on the device path.
 
+Several processes (`--distributed`, one per host): each process steps its own share of the env
+axis on its own simulator workers (`vec_env` holds `num_envs / P` envs, process i the global env
+ids `[i * num_envs / P, (i + 1) * num_envs / P)`, `mineclip_jax.distributed.process_share`), and
+every per-step call is one global program over the one mesh of all processes' devices: the
+host's frames enter it as its rows of a global array (`jax.make_array_from_process_local_data`)
+and the actions come back as this process's rows. So the SI buffer is global (each call's
+episode store gathers every host's finished episodes into the one replicated buffer), the
+update is the one data-parallel `jit`, and a run on P processes x D devices computes what one
+process with P·D devices computes, given the same simulators (env i reset with `seed + i`).
+The episode statistics are summed over the processes once per rollout.
+
     driver = HostDriver(cfg, vec_env, network, action_dims=(2,), policy_obs=lambda o: {"state": o})
     runner = driver.init(jax.random.PRNGKey(0))
     for _ in range(n):
@@ -60,6 +71,7 @@ from jax.sharding import PartitionSpec as P
 from agents import episodes, losses
 from agents import learner as lrn
 from agents import self_imitation as si
+from mineclip_jax.distributed import process_share
 
 
 class HostDriver:
@@ -90,8 +102,15 @@ class HostDriver:
         consts=None,
         noop_action: tuple[int, ...] | None = None,
     ):
-        if vec_env.num_envs != cfg.num_envs:
-            raise ValueError(f"vec_env has {vec_env.num_envs} envs but cfg.num_envs={cfg.num_envs}")
+        # this process's rows of the env axis (all of them in a single process)
+        self.local = process_share(cfg.num_envs, "num_envs")
+        self.num_local = self.local.stop - self.local.start
+        self.multi = jax.process_count() > 1
+        if vec_env.num_envs != self.num_local:
+            share = (f"this process's share ({self.num_local} of cfg.num_envs={cfg.num_envs} over "
+                     f"{jax.process_count()} processes)" if self.multi
+                     else f"cfg.num_envs={cfg.num_envs}")  # fmt: skip
+            raise ValueError(f"vec_env has {vec_env.num_envs} envs but {share}")
         self.static = lrn.LearnerConfig.from_config(cfg)
         self.si_every = int(cfg.si_every)
         self.env = vec_env
@@ -164,8 +183,47 @@ class HostDriver:
         self._act = on_actors(act, (r, e, e, r), e)
         self._observe_act = on_actors(observe_act, (r, r, e, e, e, e, e, r), e)
         self._book = book
+        self._env_sh = e
         self._obs = None
-        self._autoreset = np.zeros(cfg.num_envs, bool)
+        self._autoreset = np.zeros(self.num_local, bool)
+
+    # Host arrays hold this process's envs; the jitted calls take and give global arrays.
+    def _put(self, x, time: bool = False):
+        """This process's rows `[n_local, ...]` (`[T, n_local, ...]` with `time`) -> the global
+        array over every process's envs (a plain device array in a single process)."""
+        if not self.multi:
+            return jnp.asarray(x)
+        x = np.asarray(x)
+        spec = P(None, "data") if time else P("data")
+        sharding = NamedSharding(self.learner.actor_mesh, spec)
+        axis = int(time)
+        shape = (*x.shape[:axis], self.static.num_envs, *x.shape[axis + 1 :])
+        return jax.make_array_from_process_local_data(sharding, x, shape)
+
+    def _host(self, x) -> np.ndarray:
+        """A global per-env array (env axis first) -> this process's rows, on the host."""
+        if not self.multi:
+            return np.asarray(x)
+        parts = {}
+        for shard in x.addressable_shards:  # this process's devices hold its contiguous rows
+            parts.setdefault(shard.index[0].start or 0, shard.data)
+        rows = np.concatenate([np.asarray(parts[k]) for k in sorted(parts)])
+        if len(rows) != self.num_local:
+            raise RuntimeError(
+                f"expected this process's {self.num_local} env rows, got {len(rows)}"
+            )
+        return rows
+
+    def _global_totals(self, stats: dict) -> dict:
+        """Per-task episode totals summed over the processes (metrics are global)."""
+        if not self.multi:
+            return stats
+        from jax.experimental import multihost_utils
+
+        keys = sorted(stats)
+        local = np.stack([np.asarray(stats[k], np.float64) for k in keys])
+        total = np.asarray(multihost_utils.process_allgather(local)).sum(0)
+        return dict(zip(keys, total, strict=True))
 
     def _policy_obs(self, obs, task_id):
         pobs = jax.vmap(self.policy_obs)(obs)
@@ -178,15 +236,17 @@ class HostDriver:
         (`Learner.new_runner`; no env fields: the simulators live in the vector env)."""
         n = self.static.num_envs
         k_net, k_run = jax.random.split(key)
-        obs, _ = self.env.reset(seed=int(jax.random.randint(k_run, (), 0, 2**31 - 1)))
+        # env i (global index) gets seed + i, whichever process steps it
+        seed = int(jax.random.randint(k_run, (), 0, 2**31 - 1)) + self.local.start
+        obs, _ = self.env.reset(seed=seed)
         self._obs = obs
-        self._autoreset = np.zeros(n, bool)
+        self._autoreset = np.zeros(self.num_local, bool)
         task_id = jnp.asarray(self.task_ids)
         rstate = None
         if self.hooks.init is not None:
             rstate = self.hooks.init(self.consts, n, self.task_ids)
         # the reset frames open every env's reward window (skip: no reward term)
-        pobs, rstate, _ = self._observe(self.consts, rstate, jax.tree.map(jnp.asarray, obs),
+        pobs, rstate, _ = self._observe(self.consts, rstate, jax.tree.map(self._put, obs),
                                         task_id, jnp.ones((n,), bool))  # fmt: skip
         return self.learner.shard(self.learner.new_runner(k_net, k_run, pobs, task_id, rstate))
 
@@ -197,31 +257,32 @@ class HostDriver:
         the same call that completes step t - 1's reward; after the loop one featurize-only call
         completes the last step and gives the next rollout's first policy inputs."""
         hp = self.hp if hp is None else hp
-        n, num_steps = self.static.num_envs, self.static.num_steps
+        n, num_steps = self.num_local, self.static.num_steps
         noop = np.asarray(self.learner.noop_action)
-        prev = np.asarray(runner.prev_action)
-        s = dict(ep_ret=np.asarray(runner.ep_return, np.float32),
-                 ep_len=np.asarray(runner.ep_length), ep_id=np.asarray(runner.episode_id),
+        prev = self._host(runner.prev_action)
+        s = dict(ep_ret=self._host(runner.ep_return).astype(np.float32),
+                 ep_len=self._host(runner.ep_length), ep_id=self._host(runner.episode_id),
                  buf=runner.si_buffer, store=runner.si_store)  # fmt: skip
         key, rstate, pobs = runner.key, runner.reward_state, runner.obs
         params = runner.params
         if self.learner.split:  # this rollout's copy of the parameters and key on the actors
             params, key = jax.device_put((params, key), self._rep, may_alias=False)
         steps = []
-        nt, tid = self.num_tasks, self.task_ids
+        nt, tid = self.num_tasks, self.task_ids[self.local]
         stats = {k: np.zeros(nt) for k in ("episodes", "return_sum", "length_sum", "success_sum")}
 
         def finish(p, extra):
             """Step `p` once the frame it produced was observed: reward, SI, episode stats."""
             valid, done = p["valid"], p["done"]
-            reward = (p["reward"] + np.where(p["skip"], 0.0, np.asarray(extra))).astype(np.float32)
+            reward = (p["reward"] + np.where(p["skip"], 0.0, self._host(extra))).astype(np.float32)
             s["ep_ret"], s["ep_len"], fin = episodes.step_episodes(
                 s["ep_ret"], s["ep_len"], reward, done, valid
             )
+            put = self._put
             s["buf"], s["store"] = self._book(
-                s["buf"], s["store"], p["pobs"], jnp.asarray(p["prev"]), p["a"],
-                jnp.asarray(done), jnp.asarray(fin["return"], jnp.float32),
-                jnp.asarray(p["success"]), runner.task_id, jnp.asarray(valid), hp.si_min_return,
+                s["buf"], s["store"], p["pobs"], put(p["prev"]), p["a"], put(done),
+                put(np.asarray(fin["return"], np.float32)), put(p["success"]), runner.task_id,
+                put(valid), hp.si_min_return,
             )  # fmt: skip
             steps.append(dict(obs=p["pobs"], prev_action=p["prev"], action=p["a_np"],
                               logp=p["logp"], value=p["value"], reward=reward, done=done,
@@ -237,14 +298,14 @@ class HostDriver:
         for t in range(num_steps):
             key, k_act = jax.random.split(key)
             if t == 0:  # the runner's obs are this frame's policy inputs already
-                a, logp, value = self._act(params, pobs, jnp.asarray(prev), k_act)
+                a, logp, value = self._act(params, pobs, self._put(prev), k_act)
             else:
                 pobs, rstate, extra, a, logp, value = self._observe_act(
-                    params, self.consts, rstate, jax.tree.map(jnp.asarray, self._obs),
-                    runner.task_id, jnp.asarray(skip), jnp.asarray(prev), k_act,
+                    params, self.consts, rstate, jax.tree.map(self._put, self._obs),
+                    runner.task_id, self._put(skip), self._put(prev), k_act,
                 )  # fmt: skip
                 finish(pending, extra)
-            a_np = np.asarray(a)
+            a_np = self._host(a)
             next_obs, r, term, trunc, info = self.env.step(self.to_env_action(a_np))
             valid = ~self._autoreset
             done = (np.asarray(term) | np.asarray(trunc)) & valid
@@ -261,30 +322,36 @@ class HostDriver:
             self._autoreset = done if self.next_step_reset else np.zeros(n, bool)
             self._obs = next_obs
         last_obs, rstate, extra = self._observe(
-            self.consts, rstate, jax.tree.map(jnp.asarray, self._obs), runner.task_id,
-            jnp.asarray(skip),
+            self.consts, rstate, jax.tree.map(self._put, self._obs), runner.task_id,
+            self._put(skip),
         )  # fmt: skip
         finish(pending, extra)
-        traj = lrn.Transition(**{
-            k: (jax.tree.map(lambda *xs: jnp.stack(xs), *[x[k] for x in steps]) if k == "obs"
-                else jnp.stack([jnp.asarray(x[k]) for x in steps]))
-            for k in steps[0]
-        })  # fmt: skip
+        on_device = ("obs", "logp", "value")  # the per-step calls' outputs (global arrays)
+
+        def stack(k):
+            xs = [x[k] for x in steps]
+            if k == "obs":
+                return jax.tree.map(lambda *leaves: jnp.stack(leaves), *xs)
+            if k in on_device or not self.multi:
+                return jnp.stack([jnp.asarray(x) for x in xs])
+            return self._put(np.stack(xs), time=True)  # this process's [T, n_local] rows
+
+        traj = lrn.Transition(**{k: stack(k) for k in steps[0]})
         runner = runner.update(
-            obs=last_obs, prev_action=jnp.asarray(prev, jnp.int32),
-            ep_return=jnp.asarray(s["ep_ret"], jnp.float32),
-            ep_length=jnp.asarray(s["ep_len"], jnp.int32),
-            episode_id=jnp.asarray(s["ep_id"], jnp.int32), reward_state=rstate,
+            obs=last_obs, prev_action=self._put(prev.astype(np.int32)),
+            ep_return=self._put(s["ep_ret"].astype(np.float32)),
+            ep_length=self._put(s["ep_len"].astype(np.int32)),
+            episode_id=self._put(s["ep_id"].astype(np.int32)), reward_state=rstate,
             si_buffer=s["buf"], si_store=s["store"], key=key,
-            env_steps=runner.env_steps + n * num_steps,
+            env_steps=runner.env_steps + self.static.num_envs * num_steps,
         )  # fmt: skip
-        return self.learner.shard(runner), traj, stats
+        return self.learner.shard(runner), traj, self._global_totals(stats)
 
     def adopt(self, restored: lrn.Runner, fresh: lrn.Runner) -> lrn.Runner:
         """Continue a restored runner (params, optimizers, SI buffer, RNG, counters) on the envs
         as `init` just reset them: simulator state is not checkpointed, so the episodes in flight
         at the checkpoint are dropped (their partial SI trajectories and reward windows too)."""
-        self._autoreset = np.zeros(self.static.num_envs, bool)
+        self._autoreset = np.zeros(self.num_local, bool)
         return self.learner.shard(restored.update(
             obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
             ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,

@@ -15,10 +15,13 @@ first waits for the coordinator's port itself and fails with a readable error.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import socket
 import sys
 import time
+import traceback
 
 import jax
 import numpy as np
@@ -42,6 +45,8 @@ class DistributedConfig:
     """this process's index in [0, num_processes) (explicit launch)"""
     init_timeout_s: int = 300
     """seconds to wait for the coordinator and for every process to join"""
+    heartbeat_timeout_s: int = 100
+    """seconds without a heartbeat after which a process counts as dead and the others are stopped (a process that fails stops at once; the rest within this time)"""
 
 
 def _parse_address(address: str) -> tuple[str, int]:
@@ -71,6 +76,10 @@ def validate(cfg: DistributedConfig) -> None:
             f"--process-id together; missing {', '.join(missing)} (or give none of them under "
             "SLURM, a TPU pod or Open MPI, where JAX detects them)"
         )
+    for flag, v in (("--init-timeout-s", cfg.init_timeout_s),
+                    ("--heartbeat-timeout-s", cfg.heartbeat_timeout_s)):  # fmt: skip
+        if v < 1:
+            raise DistributedError(f"{flag} must be >= 1 second, got {v}")
     if cfg.num_processes is not None and cfg.num_processes < 1:
         raise DistributedError(f"--num-processes must be >= 1, got {cfg.num_processes}")
     if cfg.process_id is not None and not 0 <= cfg.process_id < (cfg.num_processes or 0):
@@ -129,7 +138,9 @@ def initialize(cfg: DistributedConfig) -> bool:
             num_processes=cfg.num_processes,
             process_id=cfg.process_id,
             initialization_timeout=cfg.init_timeout_s,
+            heartbeat_timeout_seconds=cfg.heartbeat_timeout_s,
         )
+        _HEARTBEAT_S.append(cfg.heartbeat_timeout_s)
     except (RuntimeError, ValueError) as e:
         raise DistributedError(
             f"jax.distributed.initialize failed: {e}. Outside SLURM, TPU pods and Open MPI give "
@@ -142,6 +153,41 @@ def initialize(cfg: DistributedConfig) -> bool:
         flush=True,
     )
     return True
+
+
+_HEARTBEAT_S: list[int] = []  # the joined run's --heartbeat-timeout-s
+
+
+@contextlib.contextmanager
+def fail_fast():
+    """Around a CLI's body: under several processes, a process that fails (an error, a dead
+    simulator worker, Ctrl-C) prints its error and leaves at once.
+
+    Why: the others are waiting for it in a collective, and a normal exit would wait for them
+    in JAX's shutdown barrier, so every process would hang until the shutdown timeout (5 min)
+    and then abort with a C++ stack trace. Leaving with `os._exit` stops this process's
+    heartbeats; the coordination service then stops the others within --heartbeat-timeout-s,
+    each saying that another task died."""
+    try:
+        yield
+    except SystemExit as e:
+        if e.code not in (0, None) and jax.distributed.is_initialized():
+            _leave(e.code if isinstance(e.code, int) else 1)
+        raise
+    except BaseException:
+        if jax.distributed.is_initialized():
+            traceback.print_exc()
+            _leave(1)
+        raise
+
+
+def _leave(code: int) -> None:
+    timeout = f" ({_HEARTBEAT_S[-1]} s)" if _HEARTBEAT_S else ""
+    print(f"process {jax.process_index()} of {jax.process_count()} stops (exit {code}) without "
+          f"waiting for the others; the coordination service stops them within "
+          f"--heartbeat-timeout-s{timeout}", file=sys.stderr, flush=True)  # fmt: skip
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def process_share(total: int, what: str) -> slice:

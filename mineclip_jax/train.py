@@ -709,12 +709,13 @@ def main(argv=None):
     import tyro
 
     cfg = tyro.cli(TrainConfig, args=argv)
-    try:
-        distributed.initialize(cfg)  # --distributed: join the others before JAX computes
-        train(cfg)
-    except distributed.DistributedError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    with distributed.fail_fast():  # --distributed: a failing process leaves at once (no hang)
+        try:
+            distributed.initialize(cfg)  # --distributed: join the others before JAX computes
+            train(cfg)
+        except distributed.DistributedError as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -28,12 +28,12 @@ def process_env(devices: int) -> dict[str, str]:
     return env
 
 
-def run_processes(
-    argv_for: Callable[[int], Sequence[str]], count: int, devices: int, timeout_s: float
-) -> list[subprocess.CompletedProcess]:
-    """Starts `count` processes (`sys.executable` + argv_for(i)), each with `devices` CPU devices,
-    and waits for all; kills every one still running when one fails or the time is up."""
-    procs = [
+def start_processes(
+    argv_for: Callable[[int], Sequence[str]], count: int, devices: int
+) -> list[subprocess.Popen]:
+    """Starts `count` processes (`sys.executable` + argv_for(i)), each with `devices` CPU devices
+    and piped, text-mode stdout / stderr; the caller waits for them and kills them."""
+    return [
         subprocess.Popen(
             [sys.executable, *argv_for(i)],
             env=process_env(devices),
@@ -44,6 +44,14 @@ def run_processes(
         )  # fmt: skip
         for i in range(count)
     ]
+
+
+def run_processes(
+    argv_for: Callable[[int], Sequence[str]], count: int, devices: int, timeout_s: float
+) -> list[subprocess.CompletedProcess]:
+    """Starts `count` processes (`start_processes`) and waits for all; kills every one still
+    running when one fails or the time is up."""
+    procs = start_processes(argv_for, count, devices)
     deadline = time.monotonic() + timeout_s
     try:
         while any(p.poll() is None for p in procs):

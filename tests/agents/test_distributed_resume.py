@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import jax
 import numpy as np
 import pytest
 
-from tests.multiprocess import REPO, check, free_port, process_env, run_processes
+from tests.multiprocess import check, free_port, run_processes, start_processes
 
 CLI = ["-m", "agents.ppo"]
 FLAGS = [
@@ -69,17 +68,7 @@ def _final_runner(run_dir):
 
 def _start_pair(argv, devices: int) -> list[subprocess.Popen]:
     """The two processes of a run, `argv(i)` the arguments of process i after the interpreter."""
-    return [
-        subprocess.Popen(
-            [sys.executable, *argv(i)],
-            env=process_env(devices),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for i in range(2)
-    ]
+    return start_processes(argv, 2, devices)
 
 
 def _kill_after_markers(procs, marker, timeout_s):
