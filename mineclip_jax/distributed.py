@@ -76,10 +76,6 @@ def validate(cfg: DistributedConfig) -> None:
             f"--process-id together; missing {', '.join(missing)} (or give none of them under "
             "SLURM, a TPU pod or Open MPI, where JAX detects them)"
         )
-    for flag, v in (("--init-timeout-s", cfg.init_timeout_s),
-                    ("--heartbeat-timeout-s", cfg.heartbeat_timeout_s)):  # fmt: skip
-        if v < 1:
-            raise DistributedError(f"{flag} must be >= 1 second, got {v}")
     if cfg.num_processes is not None and cfg.num_processes < 1:
         raise DistributedError(f"--num-processes must be >= 1, got {cfg.num_processes}")
     if cfg.process_id is not None and not 0 <= cfg.process_id < (cfg.num_processes or 0):
@@ -89,8 +85,10 @@ def validate(cfg: DistributedConfig) -> None:
         )
     if cfg.coordinator is not None:
         _parse_address(cfg.coordinator)
-    if cfg.init_timeout_s < 1:
-        raise DistributedError(f"--init-timeout-s must be >= 1, got {cfg.init_timeout_s}")
+    for flag, v in (("--init-timeout-s", cfg.init_timeout_s),
+                    ("--heartbeat-timeout-s", cfg.heartbeat_timeout_s)):  # fmt: skip
+        if v < 1:
+            raise DistributedError(f"{flag} must be >= 1, got {v}")
 
 
 def wait_for_coordinator(address: str, timeout_s: float) -> None:

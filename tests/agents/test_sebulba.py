@@ -5,6 +5,7 @@ import dataclasses
 import gymnasium as gym
 import jax
 import numpy as np
+import pytest
 
 from agents import networks, sebulba
 from tests.agents.test_learner import TINY
@@ -39,3 +40,14 @@ def test_host_driver_masks_next_step_resets_and_learns_something():
     assert any(moved)
     runner, metrics = driver.iteration(runner)
     assert np.isfinite(metrics["pg_loss"]) and int(runner.update_step) == 2
+
+
+def test_host_driver_refuses_a_vector_env_of_another_size():
+    cfg = dataclasses.replace(TINY, num_envs=4)
+    env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
+    try:
+        with pytest.raises(ValueError, match=r"vec_env has 2 envs but cfg.num_envs=4"):
+            sebulba.HostDriver(cfg, env, networks.MLPActorCritic((2,)), action_dims=(2,),
+                               policy_obs=lambda o: {"state": o})  # fmt: skip
+    finally:
+        env.close()

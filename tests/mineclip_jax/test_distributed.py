@@ -32,6 +32,7 @@ from tests.multiprocess import check, free_port, process_env, run_processes
             "is not HOST:PORT",
         ),
         (DistributedConfig(distributed=True, init_timeout_s=0), "--init-timeout-s"),
+        (DistributedConfig(distributed=True, heartbeat_timeout_s=0), "--heartbeat-timeout-s"),
     ],
 )
 def test_bad_flags_are_named(cfg, message):
