@@ -163,32 +163,38 @@ def finish_episodes(
 ) -> tuple[SIBuffer, EpisodeStore]:
     """For envs whose episode ended (`done [N]`), offer it to the buffer and reset its pointer.
 
-    Runs the per-env insert only when some env finished (`lax.cond`), so the cost is paid once per
-    episode, not once per step."""
-    max_len = store.action.shape[1]
+    Only the episodes that can enter the buffer are read from the store: the finished ones that
+    qualify (success, or a return above `min_return`), at most `capacity` of them per call, the
+    highest-ranked (ties: the lower env index), offered in env order. A lower-ranked one could
+    not stay: the ones chosen outrank it, so the buffer ends with the same episodes as when every
+    finished one is offered in env order. Why: with the env axis sharded over devices (and
+    hosts), reading those rows moves `capacity` episodes between devices, where reading every
+    env's row moved the whole `[N, max_len, ...]` store each time an episode ended. Runs the
+    inserts only when some env finished (`lax.cond`)."""
+    n, max_len = done.shape[0], store.action.shape[1]
+    k = min(n, buf.capacity)
+    eligible = done & (success | (ret > min_return)) & (store.ptr > 0)
+    cand = jnp.where(eligible, _rank(success, ret, True), -jnp.inf)
+    chosen = jnp.sort(jnp.argsort(-cand, stable=True)[:k])  # the best k, in env order
 
     def offer_all(b):
-        def body(i, b):
+        take = lambda a: a[chosen]  # noqa: E731  (k rows: a masked gather + sum when sharded)
+        obs, prev, act = jax.tree.map(take, (store.obs, store.prev_action, store.action))
+        ptrs = store.ptr[chosen]
+
+        def body(j, b):
             # time order: the oldest kept step sits at ptr % max_len once the ring wrapped
-            ptr = store.ptr[i]
+            ptr = ptrs[j]
             start = jnp.where(ptr > max_len, ptr % max_len, 0)
             order = (start + jnp.arange(max_len)) % max_len
-            take = lambda a: a[i][order]  # noqa: E731
-            return insert(
-                b,
-                jax.tree.map(take, store.obs),
-                take(store.prev_action),
-                take(store.action),
-                jnp.minimum(ptr, max_len),
-                ret[i],
-                success[i],
-                task_id[i],
-                min_return,
-                offered=done[i],
-            )
+            row = lambda a: a[j][order]  # noqa: E731
+            i = chosen[j]
+            return insert(b, jax.tree.map(row, obs), row(prev), row(act),
+                          jnp.minimum(ptr, max_len), ret[i], success[i], task_id[i],
+                          min_return, offered=eligible[i])  # fmt: skip
 
-        return jax.lax.fori_loop(0, done.shape[0], body, b)
+        return jax.lax.fori_loop(0, k, body, b)
 
-    buf = jax.lax.cond(jnp.any(done), offer_all, lambda b: b, buf)
+    buf = jax.lax.cond(jnp.any(eligible), offer_all, lambda b: b, buf)
     store = store.replace(ptr=jnp.where(done, 0, store.ptr))
     return buf, store

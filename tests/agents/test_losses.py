@@ -177,3 +177,87 @@ def test_si_long_episode_keeps_its_last_steps_in_order():
     np.testing.assert_array_equal(buf.prev_action[long, :, 0], [4, 5, 6])
     np.testing.assert_array_equal(buf.obs["x"][long, :, 0], [4.0, 5.0, 6.0])
     np.testing.assert_array_equal(buf.obs["x"][short, :2, 0], [10.0, 11.0])
+
+
+def _offer_every_finished_episode(buf, store, done, ret, success, task_id, min_return):
+    """The reference: every finished env's episode offered in env order, one `si.insert` each."""
+    max_len = store.action.shape[1]
+    for i in np.flatnonzero(np.asarray(done)):
+        ptr = int(store.ptr[i])
+        start = ptr % max_len if ptr > max_len else 0
+        order = (start + np.arange(max_len)) % max_len
+        buf = si.insert(buf, jax.tree.map(lambda a, i=i, o=order: a[i][o], store.obs),
+                        store.prev_action[i][order], store.action[i][order],
+                        min(ptr, max_len), ret[i], success[i], task_id[i], min_return)  # fmt: skip
+    return buf
+
+
+def _episodes(buf):
+    """The buffer's episodes as a sorted list (the slot layout aside)."""
+    rows = []
+    for c in np.flatnonzero(np.asarray(buf.valid)):
+        rows.append((bool(buf.success[c]), float(buf.ret[c]), int(buf.length[c]),
+                     int(buf.task_id[c]), np.asarray(buf.obs["x"][c]).tobytes(),
+                     np.asarray(buf.action[c]).tobytes()))  # fmt: skip
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_si_finish_offers_only_what_can_stay_and_keeps_what_offering_all_keeps(use_jit):
+    """12 envs, a buffer of 3 already holding two episodes: with more qualifying finished episodes
+    than slots (ties, a success, returns under min_return, envs still playing, one that never
+    stepped), the buffer ends with the episodes that offering every one in env order keeps; with
+    fewer, slot for slot the same buffer."""
+    n, cap, max_len = 12, 3, 4
+    obs = {"x": jnp.zeros((2,))}
+    rng = np.random.default_rng(0)
+    buf = si.init_buffer(cap, max_len, obs, 1)
+    for r in (1.5, 0.7):
+        buf = si.insert(buf, {"x": jnp.full((max_len, 2), r)}, jnp.zeros((max_len, 1), jnp.int32),
+                        jnp.ones((max_len, 1), jnp.int32), 2, r, False, 0, 0.0)  # fmt: skip
+    store = si.init_store(n, max_len, obs, 1)
+    for t in range(6):  # env i has played min(6, i) steps; the ring wraps past 4
+        live = np.arange(n) >= 6 - t
+        o = {"x": jnp.asarray(rng.normal(size=(n, 2)), jnp.float32)}
+        a = jnp.asarray(rng.integers(0, 9, (n, 1)), jnp.int32)
+        stepped = si.record_step(store, o, a, a + 1)
+        store = jax.tree.map(lambda new, old, live=live: jnp.where(
+            live.reshape((-1,) + (1,) * (new.ndim - 1)), new, old), stepped, store)  # fmt: skip
+    ret = jnp.asarray([2.0, 2.0, 0.1, 3.0, 2.0, 0.5, 4.0, 2.0, -1.0, 2.0, 0.9, 1.0], jnp.float32)
+    success = jnp.asarray(np.arange(n) == 8)
+    task_id = jnp.asarray(np.arange(n) % 3, jnp.int32)
+    finish = jax.jit(si.finish_episodes) if use_jit else si.finish_episodes
+    for done_ids in ([0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11], [2, 5, 10]):
+        done = jnp.asarray(np.isin(np.arange(n), done_ids))
+        got, got_store = finish(buf, store, done, ret, success, task_id, 0.6)
+        want = _offer_every_finished_episode(buf, store, done, ret, success, task_id, 0.6)
+        assert _episodes(got) == _episodes(want)
+        np.testing.assert_array_equal(got_store.ptr, np.where(done, 0, store.ptr))
+    # the second case offers one qualifying episode (0.9; 0.1 and 0.5 are not above 0.6), fewer
+    # than the slots: the same slots too
+    jax.tree.map(np.testing.assert_array_equal, got, want)
+    # by hand, the first case: the success (return -1.0), 3.0 and one 2.0 (env 1's: env 0, also
+    # 2.0, never stepped) displace the buffer's 1.5 and 0.7; env 6's 4.0 is still playing
+    first = finish(buf, store, jnp.asarray(np.arange(n) != 6), ret, success, task_id, 0.6)[0]
+    assert [e[:2] for e in _episodes(first)] == [(False, 2.0), (False, 3.0), (True, -1.0)]
+
+
+def test_si_finish_moves_only_the_offered_rows_between_devices():
+    """With the env axis sharded over 4 devices, no collective carries the whole store."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from agents import learner as lrn
+
+    n, cap, max_len = 64, 4, 16
+    mesh = lrn.make_mesh(4)
+    e, r = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+    obs = {"x": jnp.zeros((3,))}
+    buf = si.init_buffer(cap, max_len, obs, 1)
+    store = si.init_store(n, max_len, obs, 1)
+    fn = jax.jit(si.finish_episodes, in_shardings=(r, e, e, e, e, e, r), out_shardings=(r, e))
+    z = jnp.zeros(n)
+    hlo = fn.lower(buf, store, z > 0, z, z > 0, z.astype(jnp.int32), 0.0).compile().as_text()
+    moved = [line for line in hlo.splitlines() if "all-gather(" in line or "all-reduce(" in line]
+    assert moved  # the offered rows do cross devices
+    assert not [line for line in moved if f"[{n},{max_len}," in line], moved
