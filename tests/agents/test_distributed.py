@@ -105,16 +105,6 @@ def test_host_stepped_processes_each_drive_their_own_workers(tmp_path, xla_cache
         "2",
     ]
 
-    # Resumed under 2 processes: both restore the learner state (orbax, one directory), the
-    # workers restart (simulator state is not checkpointed: the episodes in flight are dropped,
-    # and every env again ends one episode in the update), and the run goes on from update 2.
-    resume = [*dist, "--resume", "--total-steps", "96"]
-    check(run_processes(lambda i: [*HOST_FLAGS, "--out", str(two), *resume, "--process-id", str(i)],
-                        count=2, devices=2, timeout_s=600))  # fmt: skip
-    rows = _rows(two)
-    assert [r["update"] for r in rows] == [1, 2, 3] and rows[:2] == rows_two
-    assert rows[-1]["env_steps"] == 96 and rows[-1]["episodes"] == 4
-
 
 def test_a_failing_process_stops_the_run_without_a_hang(tmp_path):
     """Process 1 fails (a task id only it was given) after joining; process 0 is then waiting
