@@ -183,7 +183,6 @@ class HostDriver:
         self._act = on_actors(act, (r, e, e, r), e)
         self._observe_act = on_actors(observe_act, (r, r, e, e, e, e, e, r), e)
         self._book = book
-        self._env_sh = e
         self._obs = None
         self._autoreset = np.zeros(self.num_local, bool)
 
