@@ -115,6 +115,11 @@ def _rank(success, ret, valid):
     return jnp.where(valid, jnp.where(success, _SUCCESS_RANK, 0.0) + ret, -jnp.inf)
 
 
+def _candidate(success, ret, length, min_return):
+    """Whether a finished episode may enter the buffer at all (before comparing ranks)."""
+    return (success | (ret > min_return)) & (length > 0)
+
+
 def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_id, min_return,
            offered=True):  # fmt: skip
     """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`) if it qualifies (and
@@ -124,7 +129,7 @@ def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_i
     ranks = _rank(buf.success, buf.ret, buf.valid)
     slot = jnp.argmin(ranks)
     new_rank = _rank(success, ret, True)
-    qualifies = (success | (ret > min_return)) & (new_rank > ranks[slot]) & (length > 0)
+    qualifies = _candidate(success, ret, length, min_return) & (new_rank > ranks[slot])
     qualifies = qualifies & offered
 
     def upd(a, v):
@@ -173,7 +178,7 @@ def finish_episodes(
     inserts only when some env finished (`lax.cond`)."""
     n, max_len = done.shape[0], store.action.shape[1]
     k = min(n, buf.capacity)
-    eligible = done & (success | (ret > min_return)) & (store.ptr > 0)
+    eligible = done & _candidate(success, ret, store.ptr, min_return)
     cand = jnp.where(eligible, _rank(success, ret, True), -jnp.inf)
     chosen = jnp.sort(jnp.argsort(-cand, stable=True)[:k])  # the best k, in env order
 

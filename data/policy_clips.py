@@ -246,7 +246,7 @@ def write_clip_dir(
     summary["labels"] = {k: meta["labels"].get(k, 0) + labels.get(k, 0)
                          for k in sorted(set(meta["labels"]) | set(labels))}  # fmt: skip
     summary[kind] = {"count": n_new, "labels": dict(sorted(labels.items())),
-                               "base": str(base), **(note or {})}  # fmt: skip
+                     "base": str(base), **(note or {})}  # fmt: skip
     with open(out / "clips.json", "w") as f:
         json.dump(summary, f, indent=1)
     return summary

@@ -26,6 +26,8 @@ import traceback
 import jax
 import numpy as np
 
+_heartbeat_s: int | None = None  # the joined run's --heartbeat-timeout-s (for the message)
+
 
 class DistributedError(RuntimeError):
     """A multi-process run could not be set up; the message names the problem and the fix."""
@@ -138,7 +140,8 @@ def initialize(cfg: DistributedConfig) -> bool:
             initialization_timeout=cfg.init_timeout_s,
             heartbeat_timeout_seconds=cfg.heartbeat_timeout_s,
         )
-        _HEARTBEAT_S.append(cfg.heartbeat_timeout_s)
+        global _heartbeat_s
+        _heartbeat_s = cfg.heartbeat_timeout_s
     except (RuntimeError, ValueError) as e:
         raise DistributedError(
             f"jax.distributed.initialize failed: {e}. Outside SLURM, TPU pods and Open MPI give "
@@ -151,9 +154,6 @@ def initialize(cfg: DistributedConfig) -> bool:
         flush=True,
     )
     return True
-
-
-_HEARTBEAT_S: list[int] = []  # the joined run's --heartbeat-timeout-s
 
 
 @contextlib.contextmanager
@@ -180,7 +180,7 @@ def fail_fast():
 
 
 def _leave(code: int) -> None:
-    timeout = f" ({_HEARTBEAT_S[-1]} s)" if _HEARTBEAT_S else ""
+    timeout = f" ({_heartbeat_s} s)" if _heartbeat_s is not None else ""
     print(f"process {jax.process_index()} of {jax.process_count()} stops (exit {code}) without "
           f"waiting for the others; the coordination service stops them within "
           f"--heartbeat-timeout-s{timeout}", file=sys.stderr, flush=True)  # fmt: skip
