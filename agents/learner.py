@@ -443,6 +443,14 @@ class Learner:
     def shard(self, runner: Runner) -> Runner:
         return jax.device_put(runner, self.placement(runner))
 
+    def init_params_only(self, key):
+        """The policy parameters `init(key)` starts with (the untrained policy), jitted: the
+        envs' reset and first frames, which the parameters do not depend on, are compiled away
+        instead of run op by op."""
+        if "init_params" not in self._jit_cache:
+            self._jit_cache["init_params"] = jax.jit(lambda k: self.init(k).params)
+        return self._jit_cache["init_params"](key)
+
     def init_sharded(self, key) -> Runner:
         """`init` as one jitted call whose outputs are created already sharded over the (actor)
         mesh; split, the learner's fields then move to the learner mesh."""

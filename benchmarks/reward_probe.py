@@ -78,7 +78,7 @@ def main(args: Args) -> str:
     first = next(iter(runs.values()))
     loaded = {rw: load_run(out) for rw, out in runs.items()}
     cfg0, built0, _ = loaded0 = next(iter(loaded.values()))
-    policies = {"untrained": built0.learner.init(jax.random.PRNGKey(cfg0.seed)).params}
+    policies = {"untrained": built0.learner.init_params_only(jax.random.PRNGKey(cfg0.seed))}
     policies |= {f"trained by {rw}": run[2].params for rw, run in loaded.items()}
     rec = record(first, policies, args.episodes, args.eval_seed, loaded0)
     lines = []

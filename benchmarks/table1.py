@@ -325,7 +325,7 @@ def cross_scores(runs: dict[str, Path], episodes: int, seed: int) -> dict:
                 "needs runs that share it (Table 1's shared frozen features, not "
                 "--no-shared-features)"
             )
-    untrained = built0.learner.init(jax.random.PRNGKey(cfg0.seed)).params
+    untrained = built0.learner.init_params_only(jax.random.PRNGKey(cfg0.seed))
     policies = {"untrained": untrained, **{f"trained by {rw}": r.params
                                           for rw, (_, _, r) in loaded.items()}}  # fmt: skip
     out = {}

@@ -265,7 +265,7 @@ def build(cfg: PolicyClipsConfig) -> dict:
         run_cfg, built, runner = loaded
         policies = {f"trained{r}": runner.params}
         if cfg.untrained and r == 0:
-            policies["untrained"] = built.learner.init(jax.random.PRNGKey(run_cfg.seed)).params
+            policies["untrained"] = built.learner.init_params_only(jax.random.PRNGKey(run_cfg.seed))
         for name, rec in record(run, policies, cfg.episodes, cfg.seed, loaded).items():
             f, recs = clips_from_recording(rec, run_cfg.task, run_cfg.action_repeat,
                                            cfg.clips_per_episode, rng, name)  # fmt: skip

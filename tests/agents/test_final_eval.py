@@ -87,7 +87,7 @@ def _check_block(block: dict, want: dict) -> None:
 def test_both_rates_equal_a_step_by_step_evaluation_of_the_init_and_final_params(tmp_path, capsys):
     s = ppo.train(dataclasses.replace(CFG, out=str(tmp_path / "run")))
     L = build(CFG).learner
-    fresh = jax.device_get(L.init(jax.random.PRNGKey(CFG.seed)).params)
+    fresh = jax.device_get(L.init_params_only(jax.random.PRNGKey(CFG.seed)))
     _assert_same(s["untrained_params"][0], fresh)  # what init produced for this seed
     stored = json.loads((tmp_path / "run" / "summary.json").read_text())["final_eval"]
     assert (stored["episodes"], stored["actions"], stored["seed"]) == (6, "sampled", 3)
@@ -108,7 +108,7 @@ def test_envs_that_always_or_never_succeed_give_the_hand_computed_rates():
     """CartPole whose bounds are never crossed (every episode lasts its 500 steps: a success,
     return 500) next to one whose bounds are crossed on the first step (return 1, failure)."""
     L = build(CFG).learner
-    params = jax.device_get(L.init(jax.random.PRNGKey(0)).params)
+    params = jax.device_get(L.init_params_only(jax.random.PRNGKey(0)))
     big, none = 1e9, -1.0
     rows = [big, none, big, none, none, big, none, none]  # 3 of 8 succeed
     env_params = CartPoleParams(
@@ -150,7 +150,7 @@ def test_a_resumed_run_evaluates_the_same_untrained_policy(tmp_path):
         (tmp_path / "cut" / "summary.json").read_text()
     )
     resumed = ppo.train(dataclasses.replace(cfg, resume=True))
-    fresh = jax.device_get(build(CFG).learner.init(jax.random.PRNGKey(CFG.seed)).params)
+    fresh = jax.device_get(build(CFG).learner.init_params_only(jax.random.PRNGKey(CFG.seed)))
     _assert_same(resumed["untrained_params"][0], fresh)
     a = json.loads((tmp_path / "full" / "summary.json").read_text())["final_eval"]
     b = json.loads((tmp_path / "cut" / "summary.json").read_text())["final_eval"]
@@ -170,7 +170,7 @@ def test_each_seed_is_evaluated_with_its_own_init(tmp_path, capsys):
         mine = json.loads((tmp_path / "k" / f"seed{seed}" / "summary.json").read_text())
         assert top[str(seed)]["final_eval"] == mine["final_eval"]
         L = build(dataclasses.replace(CFG, seed=seed)).learner
-        fresh = jax.device_get(L.init(jax.random.PRNGKey(seed)).params)
+        fresh = jax.device_get(L.init_params_only(jax.random.PRNGKey(seed)))
         _check_block(mine["final_eval"]["tasks"]["cartpole"]["untrained"],
                      _loop_evaluation(L, fresh, seed, 6))  # fmt: skip
 
