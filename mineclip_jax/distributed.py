@@ -179,13 +179,43 @@ def fail_fast():
         raise
 
 
+_LEFT = "mineclip_jax/left"  # coordination-service keys: the processes that have left
+_COORDINATOR_GRACE_S = 10.0
+
+
 def _leave(code: int) -> None:
     timeout = f" ({_heartbeat_s} s)" if _heartbeat_s is not None else ""
     print(f"process {jax.process_index()} of {jax.process_count()} stops (exit {code}) without "
           f"waiting for the others; the coordination service stops them within "
           f"--heartbeat-timeout-s{timeout}", file=sys.stderr, flush=True)  # fmt: skip
     sys.stdout.flush()
+    # JAX keeps the client of the coordination service private; without it, leave at once.
+    from jax._src.distributed import global_state
+
+    client = getattr(global_state, "client", None)
+    if client is not None:
+        try:
+            client.key_value_set(f"{_LEFT}/{jax.process_index()}", str(code))
+            if jax.process_index() == 0:
+                _wait_for_the_others_to_leave(client)
+        except Exception:  # the service is gone already: nothing to wait for
+            pass
     os._exit(code)
+
+
+def _wait_for_the_others_to_leave(client) -> None:
+    """Process 0 hosts the coordination service, and a process whose service goes away aborts
+    with a C++ stack trace. When every process fails alike (a flag that none can run with,
+    found by each after joining), a slower one would be aborted before it says why: process 0
+    waits until the others have left, at most `_COORDINATOR_GRACE_S` (a process that is not
+    failing waits in a collective and never leaves; it is stopped once process 0 is gone)."""
+    others = {str(i) for i in range(1, jax.process_count())}
+    deadline = time.monotonic() + _COORDINATOR_GRACE_S
+    while time.monotonic() < deadline:
+        left = {key.rsplit("/", 1)[-1] for key, _ in client.key_value_dir_get(_LEFT)}
+        if others <= left:
+            return
+        time.sleep(0.05)
 
 
 def process_share(total: int, what: str) -> slice:
