@@ -216,7 +216,8 @@ def _measure(cfg: Config, kind: tuple, device, arg: int) -> dict:
     if kind[0] == "mineclip":
         fps, compile_s = mineclip_frames_per_s(device, arg, kind[1], cfg.tiny, cfg.repeats)
         return {"value": fps, "compile_s": compile_s}
-    if device.platform == "cpu":
+    # the CPU column beside an accelerator needs a CPU-only process; without one, this is it
+    if device.platform == "cpu" and jax.default_backend() != "cpu":
         sps, compile_s = ppo_steps_per_s_on_cpu(arg, cfg.tiny)
     else:
         sps, compile_s = ppo_steps_per_s(arg, cfg.tiny)

@@ -1,4 +1,5 @@
-"""Test-wide settings: CPU only, four virtual host devices so sharding tests see a mesh."""
+"""Test-wide settings: CPU only, four virtual host devices so sharding tests see a mesh, XLA's
+quickest compilation, one compilation cache for the session."""
 
 import os
 
@@ -7,38 +8,39 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     ).strip()
+# Compiling, not running, is most of the suite's time (the embedded world's programs take
+# 10-20 s each to compile and run for a few steps): LLVM's lowest optimisation level compiles
+# them about a third faster. The tests check behaviour, never speed (benchmarks/ do that).
+if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
+    os.environ["XLA_FLAGS"] += " --xla_backend_optimization_level=0"
 
 
 import gc  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
 
 import pytest  # noqa: E402
 
-
-def use_xla_cache(path, monkeypatch):
-    """A persistent XLA compilation cache in `path`, shared by this process and every
-    subprocess started while it is in use (they inherit JAX_COMPILATION_CACHE_DIR, which
-    `agents.ppo` keeps instead of its ~/.cache default): a program that one process compiled,
-    the others load. A generator: restores the previous cache when resumed (`xla_cache`)."""
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
-    path = str(path)
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", path)
-    before = jax.config.jax_compilation_cache_dir
-    jax.config.update("jax_compilation_cache_dir", path)
-    compilation_cache.reset_cache()  # JAX decides once per process whether a cache is used
-    try:
-        yield path
-    finally:
-        jax.config.update("jax_compilation_cache_dir", before)
-        compilation_cache.reset_cache()
+_SESSION_XLA_CACHE = "MINECLIP_JAX_TEST_XLA_CACHE"
 
 
-@pytest.fixture
-def xla_cache(tmp_path, monkeypatch):
-    """A persistent XLA compilation cache under the test's own tmp dir (`use_xla_cache`),
-    restored to what it was after the test."""
-    yield from use_xla_cache(tmp_path / "xla", monkeypatch)
+def pytest_configure(config):
+    """One persistent XLA compilation cache for the whole session, fresh each session (as on
+    a clean CI machine): every xdist worker and every subprocess the tests start inherit it,
+    so a program that several tests compile alike (the embedded world at test sizes, the CLI's
+    learner) is compiled once. It replaces `agents.ppo`'s ~/.cache default, which made a
+    developer's second suite faster than CI's first and wrote outside the test's tmp dirs.
+    A JAX_COMPILATION_CACHE_DIR set by the caller is kept (a warm cache, on purpose)."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    path = tempfile.mkdtemp(prefix="mineclip-jax-test-xla-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = path  # read by jax at import, here and below
+    os.environ[_SESSION_XLA_CACHE] = path  # made here: removed at the end of the session
+
+
+def pytest_unconfigure(config):
+    if os.environ.get(_SESSION_XLA_CACHE) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(os.environ.pop(_SESSION_XLA_CACHE), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -35,7 +35,9 @@ def test_cli_smoke_on_the_embedded_world(tmp_path, capsys):
     env = built.env
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     one = jax.tree.map(lambda x: x[:2], env.params)
-    obs, _ = jax.vmap(env.reset, in_axes=(0, 0, None))(keys, one, env.static)
+    obs, _ = jax.jit(jax.vmap(env.reset, in_axes=(0, 0, None)), static_argnums=2)(
+        keys, one, env.static
+    )
     act = policy_fn(jax.random.key(1), jax.device_get(obs), deterministic=True)
     assert act.shape == (2, 8) and act.dtype == np.int32
     assert info["last_policy_action"].shape == (2, 1)

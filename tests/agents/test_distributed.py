@@ -75,15 +75,15 @@ HOST_FLAGS = [
 ]  # fmt: skip
 
 
-def test_host_stepped_processes_each_drive_their_own_workers(tmp_path, xla_cache):
+def test_host_stepped_processes_each_drive_their_own_workers(tmp_path):
     port = free_port()
     two, one = tmp_path / "two", tmp_path / "one"
     dist = ["--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
     check(run_processes(lambda i: [*HOST_FLAGS, "--out", str(two), *dist, "--process-id", str(i)],
                         count=2, devices=2, timeout_s=600))  # fmt: skip
-    # one worker of all four envs here: how the envs are spread over workers changes nothing
-    one_flags = [*HOST_FLAGS, "--out", str(one), "--num-devices", "4", "--bridge-envs-per-worker",
-                 "4"]  # fmt: skip
+    # the same two workers of two envs, started by one process (their world programs are the
+    # ones the two processes' workers compiled: loaded from the session's compilation cache)
+    one_flags = [*HOST_FLAGS, "--out", str(one), "--num-devices", "4"]
     check(run_processes(lambda i: one_flags, count=1, devices=4, timeout_s=600))
     # Each process ran one worker of its two envs, with the global env ids' tasks and seeds:
     # env 2 of the 2-process run (process 1's first) runs the third task, as in one process.

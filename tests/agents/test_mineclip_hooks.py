@@ -61,7 +61,7 @@ def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path):
         max_episode_steps=100, num_devices=1, out=str(tmp_path / "run"),
     )  # fmt: skip
     L = build.build(cfg).learner
-    runner = L.init(jax.random.PRNGKey(0))
+    runner = jax.jit(L.init)(jax.random.PRNGKey(0))
     assert np.all(np.asarray(runner.reward_state.cache.count) == 1)
     end, traj, _ = jax.jit(L.rollout)(runner, L.consts)
     assert not np.any(np.asarray(traj.done)) and not np.any(np.asarray(traj.reward) > 4.0)

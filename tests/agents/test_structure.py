@@ -160,7 +160,7 @@ def test_device_rollout_starts_episodes_with_the_noop_action():
                               num_envs=2, num_steps=6, num_minibatches=1, max_episode_steps=3,
                               num_devices=1)  # fmt: skip
     L = build(cfg).learner
-    runner = L.init(jax.random.PRNGKey(0))
+    runner = jax.jit(L.init)(jax.random.PRNGKey(0))
     _, traj, _ = jax.jit(L.rollout)(runner, L.consts)
     done, prev = np.asarray(traj.done), np.asarray(traj.prev_action)[..., 0]
     act = np.asarray(traj.action)[..., 0]

@@ -13,7 +13,6 @@ import tyro
 
 from benchmarks import table1
 from envs.tasks.evaluation import wilson_interval
-from tests.conftest import use_xla_cache
 
 TASK = "hunt a cow"  # the smoke runs' task
 TASKS = ("milk a cow", "hunt a cow", "shear a sheep")
@@ -105,16 +104,15 @@ class SmokeRuns:
 
 
 @pytest.fixture
-def smoke_runs(tmp_path_factory, monkeypatch):
+def smoke_runs(tmp_path_factory):
     """`SmokeRuns` under the session's tmp root (shared by the xdist workers: their basetemps
-    are its children), with one persistent XLA cache for the runs, their evaluations and the
-    tests' own processes: what a run compiled (its final evaluation, which `cross_scores`
-    repeats) the tests load instead of compiling it again."""
+    are its children). The runs, their evaluations and the tests' own processes share the
+    session's compilation cache (tests/conftest.py): what a run compiled (its final
+    evaluation, which `cross_scores` repeats) the tests load instead of compiling it again."""
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "table1_smoke"
     root.mkdir(exist_ok=True)
-    for _ in use_xla_cache(root / "xla", monkeypatch):
-        yield SmokeRuns(root)
+    return SmokeRuns(root)
 
 
 def test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run(

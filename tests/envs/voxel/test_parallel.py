@@ -24,7 +24,9 @@ def _rollout_both(steps=3):
     assert len(jax.devices()) >= N, "tests/conftest.py should give 4 CPU devices"
     params = E.make_params(paper.get("hunt a cow"), STATIC, seed=0)
     keys = jax.random.split(jax.random.key(0), N)
-    _, states = jax.vmap(E.reset, in_axes=(0, None, None))(keys, params, STATIC)
+    _, states = jax.jit(jax.vmap(E.reset, in_axes=(0, None, None)), static_argnums=2)(
+        keys, params, STATIC
+    )
     mesh = parallel.env_mesh(N)
     assert mesh.devices.size == N
     sharded = parallel.sharded_step(mesh, STATIC)
