@@ -177,7 +177,7 @@ def test_cli_takes_every_cpu_core_by_default(flag, tmp_path):
     env.update(PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
     argv = ["--task", "cartpole", "--num-envs", "4", "--num-steps", "8", "--total-steps", "32",
             "--num-minibatches", "2", "--si-every", "0", "--final-eval-episodes", "0",
-            "--no-progress", "--compile-cache", "", "--out", str(tmp_path / "run")]  # fmt: skip
+            "--no-progress", "--out", str(tmp_path / "run")]  # fmt: skip
     argv += [flag] if flag else []
     out = subprocess.run([sys.executable, "-c", _MAIN, *argv], capture_output=True, text=True,
                          timeout=300, env=env, cwd=REPO)  # fmt: skip

@@ -15,7 +15,6 @@ FLAGS = [
     "--total-steps", "512", "--update-epochs", "2", "--num-minibatches", "2", "--si-every", "2",
     "--si-steps", "2", "--si-batch", "2", "--si-capacity", "4", "--si-max-len", "16",
     "--smooth-coef", "0.1", "--checkpoint-every", "2", "--video-every", "-1", "--no-progress",
-    "--compile-cache", "",
 ]  # fmt: skip
 TIMING = ("sps", "updates_per_s")
 

@@ -91,15 +91,14 @@ def _kill_after_markers(procs, marker, timeout_s):
 
 
 def test_killed_two_process_run_resumes_exactly(tmp_path):
-    cache = ["--compile-cache", str(tmp_path / "xla")]  # the later runs reuse the programs
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     port = free_port()
-    check(run_processes(lambda i: [*CLI, *FLAGS, *cache, "--out", str(whole), *_dist(i, port)],
+    check(run_processes(lambda i: [*CLI, *FLAGS, "--out", str(whole), *_dist(i, port)],
                         count=2, devices=2, timeout_s=600))  # fmt: skip
 
     marker, port = tmp_path / "stalled", free_port()
     procs = _start_pair(
-        lambda i: ["-c", _STALLED, str(marker), *FLAGS, *cache, "--out", str(killed),
+        lambda i: ["-c", _STALLED, str(marker), *FLAGS, "--out", str(killed),
                    *_dist(i, port)], devices=2)  # fmt: skip
     assert _kill_after_markers(procs, marker, timeout_s=600) == [-9, -9]
     assert [r["update"] for r in _rows(killed)] == [1, 2, 3]
@@ -107,7 +106,7 @@ def test_killed_two_process_run_resumes_exactly(tmp_path):
 
     port = free_port()
     resumed = check(run_processes(
-        lambda i: [*CLI, *FLAGS, *cache, "--out", str(killed), "--resume", *_dist(i, port)],
+        lambda i: [*CLI, *FLAGS, "--out", str(killed), "--resume", *_dist(i, port)],
         count=2, devices=2, timeout_s=600))  # fmt: skip
     assert "dropped 1 metrics rows logged after update 2" in resumed[0]
     # The same processes and devices: the same reduction order, so bitwise equal.

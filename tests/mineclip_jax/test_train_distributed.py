@@ -65,9 +65,8 @@ def _assert_close(a, b):
 
 
 def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path, monkeypatch):
-    # A compilation cache the processes share: the resuming process reuses the single process's
-    # compiled programs (two thirds of a run's CPU time here).
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "xla"))
+    # Every program into the session's compilation cache (tests/conftest.py), however quick to
+    # compile: the resuming process reuses the single process's (two thirds of a run's CPU time).
     monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     data = _clips(tmp_path / "clips")
     port = free_port()
