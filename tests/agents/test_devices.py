@@ -64,6 +64,7 @@ def test_split_anakin_run_equals_one_device_run(tmp_path):
     )
 
 
+@pytest.mark.default_codegen
 def test_one_actor_device_elsewhere_equals_the_one_program_run_bitwise(tmp_path):
     one = ppo.train(dataclasses.replace(TINY, num_devices=1, final_eval_episodes=0,
                                         out=str(tmp_path / "one")))  # fmt: skip
@@ -75,6 +76,7 @@ def test_one_actor_device_elsewhere_equals_the_one_program_run_bitwise(tmp_path)
     _leaves_equal(*jax.device_get((one["runner"], split["runner"])), exact=True)
 
 
+@pytest.mark.default_codegen
 def test_split_with_seeds_equals_the_one_device_seeds_run(tmp_path):
     base = dataclasses.replace(TINY, seeds=2, total_steps=8 * 16 * 2)
     one = ppo.train(dataclasses.replace(base, num_devices=1, out=str(tmp_path / "one")))

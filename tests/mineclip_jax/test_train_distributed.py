@@ -9,6 +9,7 @@ import shutil
 
 import jax
 import numpy as np
+import pytest
 
 import mineclip_jax as mcj
 from mineclip_jax import train as tr
@@ -64,6 +65,7 @@ def _assert_close(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-3 * LR)
 
 
+@pytest.mark.default_codegen
 def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path, monkeypatch):
     # Every program into the session's compilation cache (tests/conftest.py), however quick to
     # compile: the resuming process reuses the single process's (two thirds of a run's CPU time).
