@@ -216,33 +216,39 @@ def step(key, state: VoxelState, action, params: VoxelParams, static: VoxelStati
     chex.assert_shape(action, (8,))
     action = jnp.clip(action, 0, jnp.asarray(spaces.ACTION_NVEC) - 1)
     k = static.action_repeat
-    keys = jax.random.split(key, k) if k > 1 else key[None]
-    state, reward, terminated, truncated, info = _tick(keys[0], state, action, params, static)
-    if k > 1:
-        held = jnp.where(
-            action[5] == spaces.FN_ATTACK, action[5], 0
-        )  # attack is held, other functional actions are one-shot
-        later = action.at[3].set(_CAMERA_CENTER).at[4].set(_CAMERA_CENTER).at[5].set(held)
+    if k == 1:
+        state, reward, terminated, truncated, info = _tick(key, state, action, params, static)
+        return observe(state, params, static), state, reward, terminated, truncated, info
+    held = jnp.where(
+        action[5] == spaces.FN_ATTACK, action[5], 0
+    )  # attack is held, other functional actions are one-shot
+    later = action.at[3].set(_CAMERA_CENTER).at[4].set(_CAMERA_CENTER).at[5].set(held)
 
-        def tick(carry, key):
-            state, reward, term, trunc, info = carry
-            s2, r2, te2, tr2, i2 = _tick(key, state, later, params, static)
-            live = ~(term | trunc)
-            pick = lambda a, b: jnp.where(live, a, b)  # noqa: E731
-            return (
-                jax.tree.map(pick, s2, state),
-                reward + jnp.where(live, r2, 0.0),
-                term | (live & te2),
-                trunc | (live & tr2),
-                {
-                    **jax.tree.map(pick, i2, info),
-                    "dense_reward": info["dense_reward"] + jnp.where(live, i2["dense_reward"], 0.0),
-                },
-            ), None
+    # All k ticks in one scan, the first with the full action: `_tick` is traced (and compiled)
+    # once, not once for the first tick and again for the scan (a repeat-4 world step compiled
+    # in 13 s that way, 6 s this way). The carry starts as "no tick yet": not ended, zero
+    # reward, so the first tick's results are taken as they are.
+    def tick(carry, xs):
+        i, key = xs
+        state, reward, term, trunc, info = carry
+        s2, r2, te2, tr2, i2 = _tick(key, state, jnp.where(i == 0, action, later), params, static)
+        live = ~(term | trunc)
+        pick = lambda a, b: jnp.where(live, a, b)  # noqa: E731
+        return (
+            jax.tree.map(pick, s2, state),
+            reward + jnp.where(live, r2, 0.0),
+            term | (live & te2),
+            trunc | (live & tr2),
+            {
+                **jax.tree.map(pick, i2, info),
+                "dense_reward": info["dense_reward"] + jnp.where(live, i2["dense_reward"], 0.0),
+            },
+        ), None
 
-        (state, reward, terminated, truncated, info), _ = jax.lax.scan(
-            tick, (state, reward, terminated, truncated, info), keys[1:]
-        )
+    outs = jax.eval_shape(lambda *a: _tick(*a, static), key, state, action, params)
+    no_tick = (state, *jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), outs[1:]))
+    steps = (jnp.arange(k), jax.random.split(key, k))
+    (state, reward, terminated, truncated, info), _ = jax.lax.scan(tick, no_tick, steps)
     return observe(state, params, static), state, reward, terminated, truncated, info
 
 
