@@ -455,10 +455,17 @@ class Learner:
         """`init` as one jitted call whose outputs are created already sharded over the (actor)
         mesh; split, the learner's fields then move to the learner mesh."""
         if "init" not in self._jit_cache:
-            shapes = jax.eval_shape(self.init, key)
-            self._jit_cache["init"] = jax.jit(
-                self.init, out_shardings=runner_shardings(shapes, self.actor_mesh)
-            )
+
+            def init_placed(key):
+                # The shardings follow the runner's tree structure only, so they are declared
+                # inside the one trace (an eval_shape first to build out_shardings traced the
+                # whole init, env resets and first frames, a second time: 2-3 s per learner).
+                runner = self.init(key)
+                return jax.lax.with_sharding_constraint(
+                    runner, runner_shardings(runner, self.actor_mesh)
+                )
+
+            self._jit_cache["init"] = jax.jit(init_placed)
         runner = self._jit_cache["init"](key)
         return self.shard(runner) if self.split else runner
 
