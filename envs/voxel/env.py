@@ -225,9 +225,9 @@ def step(key, state: VoxelState, action, params: VoxelParams, static: VoxelStati
     later = action.at[3].set(_CAMERA_CENTER).at[4].set(_CAMERA_CENTER).at[5].set(held)
 
     # All k ticks in one scan, the first with the full action: `_tick` is traced (and compiled)
-    # once, not once for the first tick and again for the scan (a repeat-4 world step compiled
-    # in 13 s that way, 6 s this way). The carry starts as "no tick yet": not ended, zero
-    # reward, so the first tick's results are taken as they are.
+    # once, not once for the first tick and again for the scan (a batched repeat-4 world step
+    # at 32x48 compiled in 22.6 s that way, 19.9 s this way). The carry starts as "no tick
+    # yet": not ended, zero reward, so the first tick's results are taken as they are.
     def tick(carry, xs):
         i, key = xs
         state, reward, term, trunc, info = carry

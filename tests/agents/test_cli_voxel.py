@@ -16,6 +16,13 @@ ARGS = [
 ]  # fmt: skip
 
 
+def reset_rows(env, keys, params):
+    """`env.reset` of each row of the batched `params`, as one jitted call (op by op, one reset
+    of the embedded world takes tens of seconds)."""
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, 0, None)), static_argnums=2)
+    return reset(keys, params, env.static)
+
+
 def test_cli_smoke_on_the_embedded_world(tmp_path, capsys):
     out = tmp_path / "run"
     ppo.main([*ARGS, "--out", str(out)])
@@ -35,9 +42,7 @@ def test_cli_smoke_on_the_embedded_world(tmp_path, capsys):
     env = built.env
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     one = jax.tree.map(lambda x: x[:2], env.params)
-    obs, _ = jax.jit(jax.vmap(env.reset, in_axes=(0, 0, None)), static_argnums=2)(
-        keys, one, env.static
-    )
+    obs, _ = reset_rows(env, keys, one)
     act = policy_fn(jax.random.key(1), jax.device_get(obs), deterministic=True)
     assert act.shape == (2, 8) and act.dtype == np.int32
     assert info["last_policy_action"].shape == (2, 1)

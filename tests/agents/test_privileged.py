@@ -11,7 +11,7 @@ import pytest
 
 from agents import adapters, build, checkpoints, networks, ppo
 from envs import voxel
-from tests.agents.test_cli_voxel import ARGS
+from tests.agents.test_cli_voxel import ARGS, reset_rows
 
 P = voxel.NUM_TARGET_FEATURES
 
@@ -85,17 +85,13 @@ def test_cli_trains_with_privileged_critic_and_aux_loss_and_acts_without_them(tm
     env = built.env
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     one = jax.tree.map(lambda x: x[:2], env.params)
-    obs, _ = jax.jit(jax.vmap(env.reset, in_axes=(0, 0, None)), static_argnums=2)(
-        keys, one, env.static
-    )
+    obs, _ = reset_rows(env, keys, one)
     assert "target_features" not in obs
     act = policy_fn(jax.random.key(1), jax.device_get(obs), deterministic=True)
     assert act.shape == (2, 8) and act.dtype == np.int32
     # ... the same actions as with the features present (the actor never reads them)
     trained = build.build(cfg).env
-    obs_tf, _ = jax.jit(jax.vmap(trained.reset, in_axes=(0, 0, None)), static_argnums=2)(
-        keys, one, trained.static
-    )
+    obs_tf, _ = reset_rows(trained, keys, one)
     assert obs_tf["target_features"].shape == (2, P)
     act_tf = policy_fn(jax.random.key(1), jax.device_get(obs_tf), deterministic=True)
     np.testing.assert_array_equal(act, act_tf)
@@ -122,9 +118,7 @@ def test_target_features_follow_the_auto_reset():
                               max_episode_steps=2)  # fmt: skip
     env = build.build(cfg).env
     one = jax.tree.map(lambda x: x[:1], env.params)
-    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, 0, None)), static_argnums=2)(
-        jax.random.split(jax.random.PRNGKey(0), 1), one, env.static
-    )
+    obs, state = reset_rows(env, jax.random.split(jax.random.PRNGKey(0), 1), one)
     step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, 0, None)), static_argnums=4)
     for t in range(3):  # the second step ends the 2-tick episode and resets
         action = jnp.zeros((1, 8), jnp.int32).at[:, 3:5].set(12)

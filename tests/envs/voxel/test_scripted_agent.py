@@ -48,7 +48,7 @@ def test_scripted_action_agent_uses_the_episode_key():
 
     static = H.STATIC
     params = E.make_params(tasks.get("hunt a cow"), static, pool=H.pool())
-    _, state = jax.jit(E.reset, static_argnums=2)(jax.random.PRNGKey(0), params, static)
+    _, state = H.reset(jax.random.PRNGKey(0), params, static)
     ep = jax.random.PRNGKey(7)
     a = [scripted.scripted_action(scripted.BEHAVIOUR_AGENT, state, params, 0,
                                   jax.random.PRNGKey(t), t, ep) for t in range(4)]  # fmt: skip
@@ -65,7 +65,7 @@ def test_wandering_and_circling_hold_the_episode_pitch():
     pitches = {float(scripted.episode_pitch(jax.random.PRNGKey(i))) for i in range(64)}
     assert pitches == {0.0, 15.0, 30.0, 45.0}  # degrees down, one per episode
     params = E.make_params(tasks.get("hunt a cow"), H.STATIC, pool=H.pool())
-    _, state = jax.jit(E.reset, static_argnums=2)(jax.random.PRNGKey(0), params, H.STATIC)
+    _, state = H.reset(jax.random.PRNGKey(0), params, H.STATIC)
     state = state.replace(player=state.player.replace(pitch=jnp.float32(0.0)))
     for i in range(8):
         ep = jax.random.PRNGKey(100 + i)
