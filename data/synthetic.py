@@ -11,14 +11,16 @@ high for "hunt a cow" when no cow was in view). Worlds, biomes and times of day 
 task and the world pool. Every tick is rendered at the agents' frame size (default 48x64), so
 clips look exactly like what a policy sees. From each episode `clips_per_episode` windows of 16
 frames (one frame every 1 to 4 ticks; 4 is an agent's step) are cut: one around the success
-event when there is one, one during the approach, one at random.
+event when there is one, one during the approach, one at random (in a Creative task's episode,
+which goes on after its success, often after it: the player at the ocean, in the hole).
 
 Captions come from the simulator's ground truth over the window (kills by mob type, hits on the
 target, shears, milk, carpets placed, depth dug, water, distance to and sight of the portal or
 target), through an act label (`kill:cow`, `hit:cow`, `chase:cow` for a hunt's approach,
 `approach:sheep` for a milking or shearing one, `near:cow` for a target in view and close,
-`circle:zombie`, `ocean`, `wander`, ...) and one of several phrasings per label, as a narrator
-would say them. No caption contains one of the 12 task prompts verbatim: the
+`circle:zombie`, `ocean`, `dig` for going down by mining, `mine` for blocks broken without
+going down, `hole` for standing in a shaft dug earlier, `wander`, ...) and one of several
+phrasings per label, as a narrator would say them. No caption contains one of the 12 task prompts verbatim: the
 reward must come from language generalisation, as MineCLIP's prompts differ from YouTube
 transcripts. The act label is stored with each clip; clips with the same label have
 equivalent captions (the retrieval benchmark counts them as matches).
@@ -100,6 +102,16 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "dig down into the ground", "dig the hole", "digging a hole", "dig a pit with a shovel",
         "mine straight down",
     ),
+    # Down in a shaft the player dug (two or more blocks below the start), not digging further.
+    "hole": (
+        "stand at the bottom of a hole", "down in a deep pit", "look down into the hole",
+        "inside a hole in the ground", "at the bottom of the pit", "stuck down in a shaft",
+    ),
+    # Breaking blocks while looking down without going down: what random play does.
+    "mine": (
+        "break a block", "mine a block of dirt", "punch the ground", "break some blocks",
+        "hit the ground and break it", "mine the grass block below",
+    ),
     "carpet": (
         "lay carpets on the floor", "put carpet on the ground", "place carpets on the floor",
         "cover the floor with carpet", "put down some carpets",
@@ -135,6 +147,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
 _ORACLE, _CIRCLE, _WANDER, _RANDOM, _AGENT = range(5)  # = envs.voxel.scripted.BEHAVIOUR_*
 MAX_STRIDE = 4  # ticks between a clip's frames: 1..4 (4: an agent acting every 4 ticks)
 NEAR_DISTANCE = 5.0  # blocks: a visible target this close at a window's end is "near"
+HOLE_DEPTH = 2  # blocks below the start (and blocks mined) for a window to be "in a hole"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -378,19 +391,22 @@ def window_frames(end: int, stride: int) -> np.ndarray:
 def choose_windows(truth: dict, behaviour: Behaviour, count: int, rng) -> list[tuple[int, int]]:
     """(end frame, stride) of `count` windows of one episode (truth arrays of length T+1).
 
-    Windows end before the state froze (episode end). With a success event, the first window
-    ends 0..3 ticks after it (approach and act in view) and the second during the approach;
-    the rest are at random."""
+    With a success event, the first window ends 0..3 ticks after it (approach and act in view)
+    and the second during the approach; the rest are at random, ending no later than 3 ticks
+    after the episode's end (`truth["done"]`; the state is frozen from there on). An episode
+    that goes on after its success (the Creative tasks: the player stays at the ocean, in the
+    hole) so also gives windows of what follows the success, as the judge's episodes show it."""
     n = len(truth["success"])
     hits = np.flatnonzero(truth["success"])
+    ended = np.flatnonzero(truth["done"])
     windows = []
     for i in range(count):
         # The widest spacing whose window fits in the episode (--episode-ticks >= 32 fits 2).
         stride = int(rng.integers(1, min(MAX_STRIDE, (n - 1) // (NUM_FRAMES - 1)) + 1))
         lo = stride * (NUM_FRAMES - 1)
         hi = n - 1
-        if hits.size:
-            hi = min(hi, int(hits[0]) + 3)
+        if ended.size:
+            hi = min(hi, int(ended[0]) + 3)
         hi = max(hi, lo)
         if hits.size and i == 0:
             end = int(hits[0]) + int(rng.integers(0, 4))
@@ -422,8 +438,13 @@ def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
         return "milk"
     if delta("places") > 0:
         return "carpet"
-    if truth["pitch"][end] > 60 and (delta("mines") > 0 or delta("depth") >= 0.9):
-        return "dig"  # looking down and mining (walking downhill is not digging)
+    looking_down = truth["pitch"][end] > 60
+    if looking_down and delta("depth") >= 0.9 and delta("mines") > 0:
+        return "dig"  # looking down and going down by mining (walking downhill is not digging)
+    if truth["depth"][end] >= HOLE_DEPTH and truth["mines"][end] >= HOLE_DEPTH:
+        return "hole"  # down in a shaft dug earlier in the episode
+    if looking_down and delta("mines") > 0:
+        return "mine"  # blocks broken in front of the feet, no way down
     if truth["in_water"][end] or _is_ocean(truth["biome"][end]):
         return "ocean"
     if truth["portal_distance"][end] < 3.0:

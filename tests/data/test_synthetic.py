@@ -19,6 +19,7 @@ def _truth(n=40, **series):
     """Ground-truth arrays of an episode with n+1 frames; `series` overrides some of them."""
     base = {
         "success": np.zeros(n + 1, bool),
+        "done": np.zeros(n + 1, bool),
         "kills": np.zeros((n + 1, spaces.NUM_ENTITIES), np.int32),
         "sheared": np.zeros(n + 1, np.int32),
         "milk": np.zeros(n + 1, np.int32),
@@ -47,7 +48,7 @@ def test_no_caption_contains_a_task_prompt():
     labels = [f"kill:{m}" for m in S.MOBS] + [
         f"{k}:{m}" for k in ("approach", "circle", "chase", "hit", "near") for m in S.MOBS
     ]
-    labels += ["milk", "shear", "portal", "ocean", "dig", "carpet", "wander"]
+    labels += ["milk", "shear", "portal", "ocean", "dig", "hole", "mine", "carpet", "wander"]
     labels += ["approach_place:nether portal", "approach_place:ocean"]
     biomes = list(spaces.BIOME_NAMES)
     captions = [
@@ -107,12 +108,24 @@ def test_act_labels_follow_the_ground_truth():
     assert S.act_label(_truth(target_distance=close), agent, 40, 2) == "wander"  # not in view
     far = np.full(41, S.NEAR_DISTANCE + 1, np.float32)
     assert S.act_label(_truth(target_distance=far, target_visible=seen), agent, 40, 2) == "wander"
-    # Walking downhill is not digging; mining while looking down is.
+    # Walking downhill is not digging; going down by mining while looking down is.
     downhill = np.linspace(0, 3, 41).astype(np.float32)
     dig = BY_NAME["dig"]
     assert S.act_label(_truth(depth=downhill), dig, 40, 2) == "wander"
     down = np.full(41, 90.0, np.float32)
-    assert S.act_label(_truth(depth=downhill, pitch=down), dig, 40, 2) == "dig"
+    mined = np.arange(41) // 10  # a block every 10 ticks: 4 by frame 40
+    assert S.act_label(_truth(depth=downhill, pitch=down, mines=mined), dig, 40, 2) == "dig"
+    assert S.act_label(_truth(depth=downhill, pitch=down), dig, 40, 2) == "wander"  # no mining
+    # Breaking blocks while looking down, without going down: "mine", not "dig".
+    assert S.act_label(_truth(pitch=down, mines=mined), BY_NAME["random_dig"], 40, 2) == "mine"
+    assert S.act_label(_truth(mines=mined), BY_NAME["random_dig"], 40, 2) == "wander"  # level
+    # Down in the finished shaft (2+ blocks below the start, 2+ blocks mined), digging no more.
+    shaft = np.minimum(np.arange(41) / 3, 3).astype(np.float32)  # 3 deep from frame 9
+    assert S.act_label(_truth(depth=shaft, pitch=down, mines=mined), dig, 40, 2) == "hole"
+    assert S.act_label(_truth(depth=shaft, pitch=down, mines=mined), dig, 12, 1) == "dig"
+    assert S.act_label(_truth(depth=downhill, mines=np.ones(41, np.int32)), dig, 40, 2) == (
+        "wander"  # downhill after mining one block is no hole
+    )
     sheared = np.r_[np.zeros(20), np.ones(21)].astype(np.int32)
     assert S.act_label(_truth(sheared=sheared), BY_NAME["shear"], 30, 1) == "shear"
     near = np.full(41, 2.0, np.float32)
@@ -123,13 +136,15 @@ def test_act_labels_follow_the_ground_truth():
 
 
 def test_windows_hold_the_success_event_and_the_approach():
+    # A hunt ends at its success: the state is frozen from frame 100 on.
     success = np.zeros(161, bool)
     success[100] = True
+    done = np.arange(161) >= 100
     rng = np.random.default_rng(0)
     strides = set()
     for _ in range(20):
         (end0, s0), (end1, s1), (end2, s2) = S.choose_windows(
-            {"success": success}, BY_NAME["kill_cow"], 3, rng
+            {"success": success, "done": done}, BY_NAME["kill_cow"], 3, rng
         )
         assert 100 <= end0 <= 103 and end0 - 15 * s0 <= 100
         assert 15 * s1 <= end1 < 100  # before the success event
@@ -138,6 +153,21 @@ def test_windows_hold_the_success_event_and_the_approach():
         strides |= {s0, s1, s2}
     assert strides == set(range(1, S.MAX_STRIDE + 1))  # every frame spacing, the agent's 4 too
     np.testing.assert_array_equal(S.window_frames(40, 2), np.arange(10, 41, 2))
+
+
+def test_windows_follow_a_success_the_episode_goes_on_after():
+    # Find an ocean: success from frame 70 on, the episode runs to its last frame (160).
+    success = np.arange(161) >= 70
+    truth = {"success": success, "done": np.zeros(161, bool)}
+    rng = np.random.default_rng(0)
+    ends = [S.choose_windows(truth, BY_NAME["ocean"], 3, rng) for _ in range(100)]
+    assert all(70 <= w[0][0] <= 73 for w in ends)  # the success event itself
+    assert all(w[1][0] < 70 for w in ends)  # the approach
+    later = [w[2][0] for w in ends]
+    assert max(later) <= 160 and sum(e > 90 for e in later) > 40  # often after the success
+    # ... but never more than 3 frames into a frozen state (an episode that ended at 100)
+    truth["done"] = np.arange(161) >= 100
+    assert max(S.choose_windows(truth, BY_NAME["ocean"], 3, rng)[2][0] for _ in range(100)) == 103
 
 
 def test_plan_is_stratified_deterministic_and_holds_out_other_worlds(tmp_path):
