@@ -20,9 +20,9 @@ target), through an act label (`kill:cow`, `hit:cow`, `chase:cow` for a hunt's a
 `approach:sheep` for a milking or shearing one, `near:cow` for a target in view and close,
 `circle:zombie`, `ocean`, `dig` for going down by mining, `mine` for blocks broken without
 going down, `hole` for standing in a shaft dug earlier, `wander`, ...) and one of several
-phrasings per label, as a narrator would say them. No caption contains one of the 12 task prompts verbatim: the
-reward must come from language generalisation, as MineCLIP's prompts differ from YouTube
-transcripts. The act label is stored with each clip; clips with the same label have
+phrasings per label, as a narrator would say them. No caption contains one of the 12 task
+prompts verbatim: the reward must come from language generalisation, as MineCLIP's prompts
+differ from YouTube transcripts. The act label is stored with each clip; clips with the same label have
 equivalent captions (the retrieval benchmark counts them as matches).
 
 Output: an array clip directory (`mineclip_jax.train` reads it), with episodes of the `test`
