@@ -19,7 +19,7 @@ target, shears, milk, carpets placed, depth dug, water, distance to and sight of
 target), through an act label (`kill:cow`, `hit:cow`, `chase:cow` for a hunt's approach,
 `approach:sheep` for a milking or shearing one, `near:cow` for a target in view and close,
 `circle:zombie`, `ocean`, `dig` for going down by mining, `mine` for blocks broken without
-going down, `hole` for standing in a shaft dug earlier, `wander`, ...) and one of several
+going down, `hole` for standing in a shaft dug earlier, `sky` for looking up, `wander`, ...) and one of several
 phrasings per label, as a narrator would say them. No caption contains one of the 12 task
 prompts verbatim: the reward must come from language generalisation, as MineCLIP's prompts
 differ from YouTube transcripts. The act label is stored with each clip; clips with the same label have
@@ -141,12 +141,19 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "look at a {m} up close", "face the {m} from a few blocks away",
     ),
     "wander": ("walk around", "wander around", "explore the area", "look around", "roam about"),
+    # Looking up, the frame all sky: what fresh agents see often (and, captioned "ocean" when
+    # they stood on a beach, what taught an earlier model that blue sky is the sea).
+    "sky": (
+        "look up at the sky", "stare at the clouds", "looking straight up", "gaze at the blue sky",
+        "look up above the trees",
+    ),
 }  # fmt: skip
 
 # Behaviours: (name, task prompt, scripted behaviour, target override, sampling weight).
 _ORACLE, _CIRCLE, _WANDER, _RANDOM, _AGENT = range(5)  # = envs.voxel.scripted.BEHAVIOUR_*
 MAX_STRIDE = 4  # ticks between a clip's frames: 1..4 (4: an agent acting every 4 ticks)
 NEAR_DISTANCE = 5.0  # blocks: a visible target this close at a window's end is "near"
+SKY_PITCH = 30.0  # degrees above level: the frame shows sky only ("sky", never "ocean")
 HOLE_DEPTH = 2  # blocks below the start (and blocks mined) for a window to be "in a hole"
 
 
@@ -445,7 +452,8 @@ def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
         return "hole"  # down in a shaft dug earlier in the episode
     if looking_down and delta("mines") > 0:
         return "mine"  # blocks broken in front of the feet, no way down
-    if truth["in_water"][end] or _is_ocean(truth["biome"][end]):
+    looking_up = truth["pitch"][end] < -SKY_PITCH
+    if truth["in_water"][end] or (_is_ocean(truth["biome"][end]) and not looking_up):
         return "ocean"
     if truth["portal_distance"][end] < 3.0:
         return "portal"
@@ -465,7 +473,7 @@ def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
     if (target in MOBS and truth["target_visible"][end]
             and truth["target_distance"][end] < NEAR_DISTANCE):  # fmt: skip
         return "near:" + target
-    return "wander"
+    return "sky" if looking_up else "wander"
 
 
 def _is_ocean(biome: int) -> bool:

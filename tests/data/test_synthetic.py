@@ -48,7 +48,7 @@ def test_no_caption_contains_a_task_prompt():
     labels = [f"kill:{m}" for m in S.MOBS] + [
         f"{k}:{m}" for k in ("approach", "circle", "chase", "hit", "near") for m in S.MOBS
     ]
-    labels += ["milk", "shear", "portal", "ocean", "dig", "hole", "mine", "carpet", "wander"]
+    labels += ["milk", "shear", "portal", "ocean", "dig", "hole", "mine", "carpet", "wander", "sky"]
     labels += ["approach_place:nether portal", "approach_place:ocean"]
     biomes = list(spaces.BIOME_NAMES)
     captions = [
@@ -130,6 +130,17 @@ def test_act_labels_follow_the_ground_truth():
     assert S.act_label(_truth(sheared=sheared), BY_NAME["shear"], 30, 1) == "shear"
     near = np.full(41, 2.0, np.float32)
     assert S.act_label(_truth(portal_distance=near), BY_NAME["portal"], 40, 1) == "portal"
+    # On a beach or in the water it is "ocean", unless all the frame shows is sky.
+    beach = np.full(41, spaces.biome_id("beach"), np.int32)
+    up = np.full(41, -45.0, np.float32)
+    assert S.act_label(_truth(biome=beach), BY_NAME["ocean"], 40, 1) == "ocean"
+    assert S.act_label(_truth(biome=beach, pitch=up), BY_NAME["agent_ocean"], 40, 1) == "sky"
+    wet = np.ones(41, bool)
+    assert S.act_label(_truth(biome=beach, pitch=up, in_water=wet), BY_NAME["ocean"], 40, 1) == (
+        "ocean"
+    )
+    assert S.act_label(_truth(pitch=up), BY_NAME["wander_kill_cow"], 40, 1) == "sky"
+    assert S.act_label(_truth(pitch=up * 0.5), BY_NAME["wander_kill_cow"], 40, 1) == "wander"
     circling = np.full(41, 4.0, np.float32)
     label = S.act_label(_truth(target_distance=circling), BY_NAME["circle_kill_zombie"], 40, 1)
     assert label == "circle:zombie"
