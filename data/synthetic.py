@@ -19,11 +19,12 @@ target, shears, milk, carpets placed, depth dug, water, distance to and sight of
 target), through an act label (`kill:cow`, `hit:cow`, `chase:cow` for a hunt's approach,
 `approach:sheep` for a milking or shearing one, `near:cow` for a target in view and close,
 `circle:zombie`, `ocean`, `dig` for going down by mining, `mine` for blocks broken without
-going down, `hole` for standing in a shaft dug earlier, `sky` for looking up, `wander`, ...) and one of several
-phrasings per label, as a narrator would say them. No caption contains one of the 12 task
-prompts verbatim: the reward must come from language generalisation, as MineCLIP's prompts
-differ from YouTube transcripts. The act label is stored with each clip; clips with the same label have
-equivalent captions (the retrieval benchmark counts them as matches).
+going down, `hole` for standing in a shaft dug earlier, `sky` for looking up, `wander`, ...)
+and one of several phrasings per label, as a narrator would say them. No caption contains one
+of the 12 task prompts verbatim: the reward must come from language generalisation, as
+MineCLIP's prompts differ from YouTube transcripts. The act label is stored with each clip;
+clips with the same label have equivalent captions (the retrieval benchmark counts them as
+matches).
 
 Output: an array clip directory (`mineclip_jax.train` reads it), with episodes of the `test`
 split in worlds of another seed than `train`:
@@ -445,14 +446,13 @@ def act_label(truth: dict, behaviour: Behaviour, end: int, stride: int) -> str:
         return "milk"
     if delta("places") > 0:
         return "carpet"
-    looking_down = truth["pitch"][end] > 60
+    looking_down, looking_up = truth["pitch"][end] > 60, truth["pitch"][end] < -SKY_PITCH
     if looking_down and delta("depth") >= 0.9 and delta("mines") > 0:
         return "dig"  # looking down and going down by mining (walking downhill is not digging)
     if truth["depth"][end] >= HOLE_DEPTH and truth["mines"][end] >= HOLE_DEPTH:
         return "hole"  # down in a shaft dug earlier in the episode
     if looking_down and delta("mines") > 0:
         return "mine"  # blocks broken in front of the feet, no way down
-    looking_up = truth["pitch"][end] < -SKY_PITCH
     if truth["in_water"][end] or (_is_ocean(truth["biome"][end]) and not looking_up):
         return "ocean"
     if truth["portal_distance"][end] < 3.0:
