@@ -1,12 +1,13 @@
 """A scripted (privileged) policy for the paper's tasks, pure JAX.
 
 ``oracle_action(state, params, mode)`` reads the world state, turns toward the task's target in
-15 degree camera steps, walks (jumping over one-block steps) and attacks or uses once the target
-is under the crosshair. It solves the paper's 12 tasks in most worlds and is what the tests,
+15 degree camera steps, walks (jumping over one-block steps, sidestepping trees) and attacks or
+uses once the target is under the crosshair. It solves the paper's 12 tasks in most worlds and is what the tests,
 ``record`` and the demos use to show a successful episode. Modes:
 
 * ``MODE_ATTACK`` / ``MODE_USE``: go to the nearest target mob, attack it / use the held item.
-* ``MODE_GOTO``: walk to the privileged target (portal, nearest ocean column, house).
+* ``MODE_GOTO``: walk to the privileged target (portal, house; the nearest ocean column, then on
+  toward the ocean's centre, facing the open water).
 * ``MODE_DIG``: look straight down and mine.
 * ``MODE_PLACE``: look straight down while walking forward and use (lays carpet).
 
@@ -28,6 +29,7 @@ import jax.numpy as jnp
 from envs import spaces
 from envs.voxel import env as E
 from envs.voxel import physics
+from envs.voxel import tables as T
 
 MODE_ATTACK, MODE_USE, MODE_GOTO, MODE_DIG, MODE_PLACE = range(5)
 BEHAVIOUR_ORACLE, BEHAVIOUR_CIRCLE, BEHAVIOUR_WANDER, BEHAVIOUR_RANDOM, BEHAVIOUR_AGENT = range(5)
@@ -63,14 +65,22 @@ def _target_point(state, params):
     d = jnp.where(is_target, jnp.linalg.norm(mobs.pos - p.pos, axis=-1), jnp.inf)
     k = jnp.argmin(d)
     mob_centre = mobs.pos[k] + jnp.array([0.0, 0.5, 0.0])
-    # Nearest ocean column.
+    # The nearest ocean column; once in the ocean, its centre (the open water), so that the
+    # player walks on into the sea and faces it rather than whatever stood at the shore.
     sx, sz = state.biome.shape
     xs = jnp.arange(sx)[:, None] + 0.5
     zs = jnp.arange(sz)[None, :] + 0.5
     ocean = state.ocean_distance <= 0.0
     dist = jnp.where(ocean, (xs - p.pos[0]) ** 2 + (zs - p.pos[2]) ** 2, jnp.inf)
     flat = jnp.argmin(dist)
-    ocean_pt = jnp.array([flat // sz + 0.5, p.pos[1], flat % sz + 0.5])
+    nearest = jnp.array([flat // sz + 0.5, flat % sz + 0.5])
+    count = jnp.maximum(ocean.sum(), 1)
+    centre = jnp.array([(ocean * xs).sum() / count, (ocean * zs).sum() / count])
+    column = jnp.clip(jnp.floor(p.pos[jnp.array([0, 2])]).astype(jnp.int32), 0,
+                      jnp.array([sx - 1, sz - 1]))  # fmt: skip
+    in_ocean = ocean[column[0], column[1]]
+    ocean_xz = jnp.where(in_ocean, centre, nearest)
+    ocean_pt = jnp.array([ocean_xz[0], p.pos[1], ocean_xz[1]])
     house = jnp.array(
         [(state.house[0] + state.house[2] + 1) / 2, state.house_floor_y + 1.0,
          (state.house[1] + state.house[3] + 1) / 2],
@@ -96,11 +106,22 @@ def oracle_action(state, params, mode):
     want_pitch = jnp.where(look_down, 90.0, want_pitch)
     yaw_bin = jnp.where(look_down, 12, _turn_bins(want_yaw - p.yaw))
     pitch_bin = _turn_bins(jnp.clip(want_pitch, -90, 90) - p.pitch)
-    # Walk unless close; jump when the block ahead at foot level is solid.
+    # Walk unless close; jump when the block ahead at foot level is solid, except a tree's
+    # log or leaves: sidestep those (strafe right while walking on), as jumping onto leaves
+    # takes the player over the canopy, whose frames show leaves instead of the way.
     r = jnp.deg2rad(p.yaw)
     ahead = p.pos + jnp.array([-jnp.sin(r), 0.0, jnp.cos(r)]) * 0.8
     ahead_cell = jnp.floor(ahead + jnp.array([0.0, 0.1, 0.0])).astype(jnp.int32)
-    blocked = physics.SOLID[physics.cell_value(state.blocks, ahead_cell)]
+    ahead_block = physics.cell_value(state.blocks, ahead_cell)
+    # Trees at the feet or at head height (low leaves stop the player too), straight ahead or
+    # ahead of either side of the body (else a corner holds the player).
+    side = jnp.array([jnp.cos(r), 0.0, jnp.sin(r)]) * 0.3
+    probes = ahead + jnp.array([0.0, 0.1, 0.0]) + jnp.array([-1.0, 0.0, 1.0])[:, None] * side
+    cells = jnp.floor(probes).astype(jnp.int32)
+    cells = jnp.concatenate([cells, cells + jnp.array([0, 1, 0])])
+    near_blocks = jax.vmap(physics.cell_value, in_axes=(None, 0))(state.blocks, cells)
+    tree = jnp.isin(near_blocks, jnp.array([T.B["leaves"], T.B["log"]])).any()
+    blocked = physics.SOLID[ahead_block] & ~tree
     in_water = physics.LIQUID[
         physics.cell_value(
             state.blocks, jnp.floor(p.pos + jnp.array([0.0, 0.4, 0.0])).astype(jnp.int32)
@@ -110,6 +131,7 @@ def oracle_action(state, params, mode):
     facing = jnp.abs((want_yaw - p.yaw + 180.0) % 360.0 - 180.0) < 30.0
     walk = (~near & facing & ~(mode == MODE_DIG)) | (mode == MODE_PLACE)
     jump = walk & (blocked | in_water)
+    strafe = jnp.where(walk & tree, 2, 0)
     # Act when the target mob is under the crosshair.
     look = E.look_vector(p.yaw, p.pitch)
     hit, idx, _ = physics.ray_mobs(state.mobs, eye, look, params.attack_reach)
@@ -125,7 +147,7 @@ def oracle_action(state, params, mode):
         spaces.FN_NOOP,
     )
     return jnp.array(
-        [jnp.where(walk, 1, 0), 0, jnp.where(jump, 1, 0), pitch_bin, yaw_bin, fn, 0, 0],
+        [jnp.where(walk, 1, 0), strafe, jnp.where(jump, 1, 0), pitch_bin, yaw_bin, fn, 0, 0],
         jnp.int32,
     )
 

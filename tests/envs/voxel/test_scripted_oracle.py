@@ -1,0 +1,76 @@
+"""envs.voxel.scripted's oracle on hand-built worlds: it sidesteps trees instead of jumping onto
+their leaves, and once in the ocean it heads for the open water."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from envs import spaces, tasks
+from envs.voxel import scripted
+from tests.envs.voxel import helpers as H
+
+OCEAN_Z = 24  # the hand-built ocean: every column with z >= OCEAN_Z
+
+
+def _ocean_world(player=(22.5, H.GROUND + 1, 10.5), yaw=0.0):
+    """The flat world with an ocean strip at z >= OCEAN_Z (biome and distances), the player
+    facing +z toward it; the task is the paper's "find an ocean"."""
+    import jax
+
+    params = H.params_for(tasks.get("find an ocean"))
+    _, state = H.reset(jax.random.key(0), params, H.STATIC)
+    state = H.clear_mobs(H.place_player(state, player, yaw=yaw))
+    zs = np.arange(H.STATIC.size_z)[None, :].repeat(H.STATIC.size_x, 0)
+    ocean = zs >= OCEAN_Z
+    state = state.replace(
+        ocean_distance=jnp.asarray(np.where(ocean, 0.0, OCEAN_Z - zs).astype(np.float32)),
+        biome=jnp.asarray(np.where(ocean, spaces.biome_id("ocean"), state.biome)),
+    )
+    return state, params, ocean
+
+
+@pytest.mark.parametrize(
+    "blocks, strafe, jump",
+    [
+        ({}, 0, 0),  # open ground: walk straight on
+        ({(22, H.GROUND + 1, 11): "stone"}, 0, 1),  # a one-block step: jump it
+        ({(22, H.GROUND + 1, 11): "leaves"}, 2, 0),  # leaves at the feet: sidestep
+        ({(22, H.GROUND + 2, 11): "leaves"}, 2, 0),  # low leaves at head height: sidestep
+        ({(22, H.GROUND + 1, 11): "log"}, 2, 0),  # a trunk: sidestep
+    ],
+)
+def test_oracle_jumps_steps_and_sidesteps_trees(blocks, strafe, jump):
+    state, params, _ = _ocean_world()
+    for cell, name in blocks.items():
+        state = H.set_block(state, cell, name)
+    action = np.asarray(scripted.oracle_action(state, params, scripted.MODE_GOTO))
+    assert action[0] == 1  # walks toward the ocean
+    assert (action[1], action[2]) == (strafe, jump)
+
+
+def test_oracle_walks_around_a_tree_to_the_ocean_without_climbing_it():
+    state, params, _ = _ocean_world()
+    # A tree in the way: a trunk 4 high and a leaf layer from head height up, 5x5 wide.
+    for y in range(H.GROUND + 1, H.GROUND + 5):
+        state = H.set_block(state, (22, y, 14), "log")
+    for x in range(20, 25):
+        for z in range(12, 17):
+            for y in (H.GROUND + 3, H.GROUND + 4):
+                if (x, z) != (22, 14):
+                    state = H.set_block(state, (x, y, z), "leaves")
+    state = H.set_block(state, (22, H.GROUND + 2, 13), "leaves")  # one hangs at head height
+    out = H.run(state, params, oracle_mode=scripted.MODE_GOTO)
+    assert out.success
+    assert out.pos[:, 1].max() < H.GROUND + 2.5  # never up on the canopy (top at GROUND + 5)
+
+
+def test_oracle_heads_for_the_ocean_centre_once_in_it():
+    state, params, ocean = _ocean_world()
+    # On land: the nearest ocean column, straight ahead.
+    target = np.asarray(scripted._target_point(state, params))
+    np.testing.assert_allclose(target[[0, 2]], [22.5, OCEAN_Z + 0.5])
+    # In the ocean: the mean of the ocean columns' centres.
+    xs, zs = np.nonzero(ocean)
+    state = H.place_player(state, (3.5, H.GROUND + 1, OCEAN_Z + 1.5))
+    target = np.asarray(scripted._target_point(state, params))
+    np.testing.assert_allclose(target[[0, 2]], [xs.mean() + 0.5, zs.mean() + 0.5], rtol=1e-6)
