@@ -9,7 +9,8 @@ uses once the target is under the crosshair. It solves the paper's 12 tasks in m
 * ``MODE_GOTO``: walk to the privileged target (portal, house; the nearest ocean column, then on
   toward the ocean's centre, facing the open water).
 * ``MODE_DIG``: look straight down and mine.
-* ``MODE_PLACE``: look straight down while walking forward and use (lays carpet).
+* ``MODE_PLACE``: look straight down while walking forward and use (lays carpet), turning at
+  walls too high to jump.
 
 ``scripted_action(behaviour, state, params, mode, key, tick)`` adds the near misses the
 MineCLIP training clips need on top of the oracle (one controller set for tests, recordings and
@@ -132,6 +133,12 @@ def oracle_action(state, params, mode):
     walk = (~near & facing & ~(mode == MODE_DIG)) | (mode == MODE_PLACE)
     jump = walk & (blocked | in_water)
     strafe = jnp.where(walk & tree, 2, 0)
+    # Laying carpet, the player walks on blind: a wall too high to jump turns it 90 degrees
+    # (else it jumps against the wall to the end of the episode, placing nothing).
+    wall = (
+        blocked & physics.SOLID[physics.cell_value(state.blocks, ahead_cell + jnp.array([0, 1, 0]))]
+    )
+    yaw_bin = jnp.where((mode == MODE_PLACE) & wall, 18, yaw_bin)
     # Act when the target mob is under the crosshair.
     look = E.look_vector(p.yaw, p.pitch)
     hit, idx, _ = physics.ray_mobs(state.mobs, eye, look, params.attack_reach)

@@ -1,5 +1,5 @@
 """envs.voxel.scripted's oracle on hand-built worlds: it sidesteps trees instead of jumping onto
-their leaves, and once in the ocean it heads for the open water."""
+their leaves, once in the ocean it heads for the open water, and laying carpet it turns at walls."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -74,3 +74,35 @@ def test_oracle_heads_for_the_ocean_centre_once_in_it():
     state = H.place_player(state, (3.5, H.GROUND + 1, OCEAN_Z + 1.5))
     target = np.asarray(scripted._target_point(state, params))
     np.testing.assert_allclose(target[[0, 2]], [xs.mean() + 0.5, zs.mean() + 0.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("height, yaw_bin, jump", [(0, 12, 0), (1, 12, 1), (2, 18, 1)])
+def test_laying_carpet_the_oracle_jumps_a_step_and_turns_at_a_wall(height, yaw_bin, jump):
+    import jax
+
+    params = H.params_for(tasks.get("put carpets on the floor"))
+    _, state = H.reset(jax.random.key(0), params, H.STATIC)
+    state = H.place_player(state, (16.5, H.GROUND + 1, 10.5), yaw=0.0, pitch=90.0)
+    for dy in range(height):
+        state = H.set_block(state, (16, H.GROUND + 1 + dy, 11), "stone")
+    action = np.asarray(scripted.oracle_action(state, params, scripted.MODE_PLACE))
+    assert (action[0], action[4], action[5]) == (1, yaw_bin, spaces.FN_USE)
+    assert action[2] == jump
+
+
+def test_laying_carpet_the_oracle_goes_on_placing_in_a_walled_pen():
+    # A 2-high stone pen of 7x7 inner cells: walking straight, the player would stop at the
+    # wall and jump there to the end; turning at walls it goes on laying carpet.
+    import jax
+
+    params = H.params_for(tasks.get("put carpets on the floor"))
+    _, state = H.reset(jax.random.key(0), params, H.STATIC)
+    state = H.clear_mobs(H.place_player(state, (16.5, H.GROUND + 1, 14.5), yaw=0.0, pitch=90.0))
+    for i in range(12, 21):
+        for dy in (1, 2):
+            for cell in ((i, H.GROUND + dy, 12), (i, H.GROUND + dy, 20), (12, H.GROUND + dy, i),
+                         (20, H.GROUND + dy, i)):  # fmt: skip
+                state = H.set_block(state, cell, "stone")
+    out = H.run(state, params, oracle_mode=scripted.MODE_PLACE)
+    placed = float(out.state.stats_places[spaces.item_id("carpet")])
+    assert placed >= 12, placed
