@@ -59,10 +59,11 @@ def _assert_close(a, b):
     component nearly cancels over the batch, that last-bit difference is large relative to the
     component, and Adam, which divides by the gradient's own scale, turns it into a step of up to
     the learning rate (a parameter that started at 0 then differs by more than 1e-6 of itself).
-    So: within 1e-6 relative, or 1e-3 of one learning-rate step absolute (we saw 4e-5 of a step);
-    a wrong share of the data or of the RNG moves parameters by whole steps."""
+    So: within 1e-6 relative, or 1e-2 of one learning-rate step absolute (we saw 4e-5 of a step
+    on one machine, 1.3e-3 on another, in one component of a 192-element array); a wrong
+    share of the data or of the RNG moves parameters by whole steps."""
     for x, y in zip(a, b, strict=True):
-        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-3 * LR)
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-2 * LR)
 
 
 @pytest.mark.default_codegen
