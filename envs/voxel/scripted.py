@@ -2,8 +2,8 @@
 
 ``oracle_action(state, params, mode)`` reads the world state, turns toward the task's target in
 15 degree camera steps, walks (jumping over one-block steps, sidestepping trees) and attacks or
-uses once the target is under the crosshair. It solves the paper's 12 tasks in most worlds and is what the tests,
-``record`` and the demos use to show a successful episode. Modes:
+uses once the target is under the crosshair. It solves the paper's 12 tasks in most worlds and
+is what the tests, ``record`` and the demos use to show a successful episode. Modes:
 
 * ``MODE_ATTACK`` / ``MODE_USE``: go to the nearest target mob, attack it / use the held item.
 * ``MODE_GOTO``: walk to the privileged target (portal, house; the nearest ocean column, then on
@@ -112,15 +112,14 @@ def oracle_action(state, params, mode):
     # takes the player over the canopy, whose frames show leaves instead of the way.
     r = jnp.deg2rad(p.yaw)
     ahead = p.pos + jnp.array([-jnp.sin(r), 0.0, jnp.cos(r)]) * 0.8
-    ahead_cell = jnp.floor(ahead + jnp.array([0.0, 0.1, 0.0])).astype(jnp.int32)
-    ahead_block = physics.cell_value(state.blocks, ahead_cell)
-    # Trees at the feet or at head height (low leaves stop the player too), straight ahead or
-    # ahead of either side of the body (else a corner holds the player).
+    # The blocks ahead of the body's left side, centre and right side, at the feet and at head
+    # height: trees anywhere there (low leaves stop the player too; else a corner holds it).
     side = jnp.array([jnp.cos(r), 0.0, jnp.sin(r)]) * 0.3
     probes = ahead + jnp.array([0.0, 0.1, 0.0]) + jnp.array([-1.0, 0.0, 1.0])[:, None] * side
-    cells = jnp.floor(probes).astype(jnp.int32)
-    cells = jnp.concatenate([cells, cells + jnp.array([0, 1, 0])])
+    feet = jnp.floor(probes).astype(jnp.int32)
+    cells = jnp.concatenate([feet, feet + jnp.array([0, 1, 0])])
     near_blocks = jax.vmap(physics.cell_value, in_axes=(None, 0))(state.blocks, cells)
+    ahead_block, ahead_head_block = near_blocks[1], near_blocks[4]  # the centre's two
     tree = jnp.isin(near_blocks, jnp.array([T.B["leaves"], T.B["log"]])).any()
     blocked = physics.SOLID[ahead_block] & ~tree
     in_water = physics.LIQUID[
@@ -135,9 +134,7 @@ def oracle_action(state, params, mode):
     strafe = jnp.where(walk & tree, 2, 0)
     # Laying carpet, the player walks on blind: a wall too high to jump turns it 90 degrees
     # (else it jumps against the wall to the end of the episode, placing nothing).
-    wall = (
-        blocked & physics.SOLID[physics.cell_value(state.blocks, ahead_cell + jnp.array([0, 1, 0]))]
-    )
+    wall = blocked & physics.SOLID[ahead_head_block]
     yaw_bin = jnp.where((mode == MODE_PLACE) & wall, 18, yaw_bin)
     # Act when the target mob is under the crosshair.
     look = E.look_vector(p.yaw, p.pitch)

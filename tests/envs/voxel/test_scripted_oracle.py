@@ -1,6 +1,7 @@
 """envs.voxel.scripted's oracle on hand-built worlds: it sidesteps trees instead of jumping onto
 their leaves, once in the ocean it heads for the open water, and laying carpet it turns at walls."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -15,8 +16,6 @@ OCEAN_Z = 24  # the hand-built ocean: every column with z >= OCEAN_Z
 def _ocean_world(player=(22.5, H.GROUND + 1, 10.5), yaw=0.0):
     """The flat world with an ocean strip at z >= OCEAN_Z (biome and distances), the player
     facing +z toward it; the task is the paper's "find an ocean"."""
-    import jax
-
     params = H.params_for(tasks.get("find an ocean"))
     _, state = H.reset(jax.random.key(0), params, H.STATIC)
     state = H.clear_mobs(H.place_player(state, player, yaw=yaw))
@@ -78,8 +77,6 @@ def test_oracle_heads_for_the_ocean_centre_once_in_it():
 
 @pytest.mark.parametrize("height, yaw_bin, jump", [(0, 12, 0), (1, 12, 1), (2, 18, 1)])
 def test_laying_carpet_the_oracle_jumps_a_step_and_turns_at_a_wall(height, yaw_bin, jump):
-    import jax
-
     params = H.params_for(tasks.get("put carpets on the floor"))
     _, state = H.reset(jax.random.key(0), params, H.STATIC)
     state = H.place_player(state, (16.5, H.GROUND + 1, 10.5), yaw=0.0, pitch=90.0)
@@ -93,8 +90,6 @@ def test_laying_carpet_the_oracle_jumps_a_step_and_turns_at_a_wall(height, yaw_b
 def test_laying_carpet_the_oracle_goes_on_placing_in_a_walled_pen():
     # A 2-high stone pen of 7x7 inner cells: walking straight, the player would stop at the
     # wall and jump there to the end; turning at walls it goes on laying carpet.
-    import jax
-
     params = H.params_for(tasks.get("put carpets on the floor"))
     _, state = H.reset(jax.random.key(0), params, H.STATIC)
     state = H.clear_mobs(H.place_player(state, (16.5, H.GROUND + 1, 14.5), yaw=0.0, pitch=90.0))
