@@ -3,6 +3,7 @@
     python benchmarks/ppo_throughput.py                      # 500k steps each, 4 envs x 128 steps
     python benchmarks/ppo_throughput.py --num-envs 8 --total-steps 204800 --skip-sb3 --reference-minimal
     python benchmarks/ppo_throughput.py --num-envs 8 --total-steps 204800 --skip-sb3 --seeds 3
+    python benchmarks/ppo_throughput.py --num-envs 8 --skip-sb3 --cpu-cores 1   # one core of two
 
 Ours: envpool's XLA interface (`env.xla()`) stepped inside a `lax.scan`, the rollout and the
 `agents.learner.Learner.ppo_update` (GAE, 4 epochs x 4 minibatches, Adam, annealed lr) in ONE
@@ -54,6 +55,8 @@ class Args:
     """updates per round when alternating with --reference-minimal"""
     seeds: int = 0
     """K > 0: also time K seeds in one program (agents.learner, JAX CartPole) against K sequential single-seed runs"""
+    cpu_cores: int = 0
+    """N > 0: run the whole benchmark (both PPOs, SB3 too) on the first N cores of this process's mask, as agents.ppo --cpu-cores N does (set before JAX starts)"""
 
 
 def _load() -> str:
@@ -63,8 +66,9 @@ def _load() -> str:
 def _envpool(args: Args, num_envs: int, seed: int):
     import envpool
 
-    # num_threads: envpool's worker pool (0: its default); 1 vs 0 changed both PPOs alike and
-    # within this machine's noise (one run each way, load 3).
+    # num_threads: envpool's worker pool (0: its default). On both cores 1 vs 0 changed both
+    # PPOs alike and within this machine's noise (one run each way, load 3); with --cpu-cores 1,
+    # 1 thread was 1.1x (README: its default pool's workers take turns on the one core).
     return envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs,
                         batch_size=num_envs, seed=seed, num_threads=args.envpool_threads)  # fmt: skip
 
@@ -426,6 +430,11 @@ def run_seeds(args: Args) -> dict:
 
 def main(args: Args) -> dict:
     res = {"load_before": _load()}
+    if args.cpu_cores:
+        from envs.voxel import parallel
+
+        res["cpu_cores"] = list(parallel.restrict_cores(args.cpu_cores))
+        print(f"running on CPU cores {res['cpu_cores']}", flush=True)
     if args.seeds > 0:
         res["seeds"] = run_seeds(args)
         print("seeds:", json.dumps(res["seeds"]), "| load", _load(), flush=True)

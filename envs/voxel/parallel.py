@@ -40,6 +40,38 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
+def restrict_cores(num_cores: int) -> tuple[int, ...]:
+    """Run this process on the first `num_cores` cores of its affinity mask; returns them.
+
+    XLA sizes its CPU thread pool from the mask when JAX starts (and envpool its workers when an
+    env is made), so this must run before JAX executes anything, like `taskset -c`. Why: on a
+    small CPU a program as small as a CartPole PPO update loses more to hand-offs between XLA's
+    threads than the second core gives (README: 1.5x faster on one core of two), and two runs
+    side by side each on their own cores stop competing for both."""
+    from envs import _jax_started
+
+    if not hasattr(os, "sched_setaffinity"):
+        raise RuntimeError(
+            "restricting the CPU cores needs os.sched_setaffinity (Linux); on this system run "
+            "without it"
+        )
+    mask = sorted(os.sched_getaffinity(0))
+    if not 1 <= num_cores <= len(mask):
+        raise ValueError(
+            f"cannot run on {num_cores} CPU core(s): this process may use {len(mask)} "
+            f"({mask}); pass a number from 1 to {len(mask)}"
+        )
+    if _jax_started():
+        raise RuntimeError(
+            "restrict_cores() must run before JAX executes anything (XLA has already sized its "
+            "thread pool): call it right after the imports, or start Python under "
+            f"`taskset -c {','.join(map(str, mask[:num_cores]))}`"
+        )
+    chosen = tuple(mask[:num_cores])
+    os.sched_setaffinity(0, chosen)
+    return chosen
+
+
 def use_cpu_cores(num_cores: int | None = None) -> int:
     """Expose `num_cores` CPU cores (default: all of this process's) as JAX CPU devices.
 

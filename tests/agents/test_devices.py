@@ -168,7 +168,9 @@ _MAIN = """
 import sys
 from agents.ppo import main
 main(sys.argv[1:])
+import os
 import jax
+print("cores", len(os.sched_getaffinity(0)))
 print("local devices", jax.local_device_count())
 """
 
@@ -188,4 +190,37 @@ def test_cli_takes_every_cpu_core_by_default(flag, tmp_path):
     cores = available_cores()
     assert cores == len(os.sched_getaffinity(0)) and cores <= os.cpu_count()
     assert out.stdout.splitlines()[-1] == f"local devices {1 if flag else cores}"
+    assert out.stdout.splitlines()[-2] == f"cores {cores}"
     assert "already started" not in out.stderr
+
+
+def _cli(argv, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # as a user starts it
+    env.update(PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
+    argv = ["--task", "cartpole", "--num-envs", "4", "--num-steps", "8", "--total-steps", "32",
+            "--num-minibatches", "2", "--si-every", "0", "--final-eval-episodes", "0",
+            "--no-progress", "--out", str(tmp_path / "run"), *argv]  # fmt: skip
+    return subprocess.run([sys.executable, "-c", _MAIN, *argv], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=REPO)  # fmt: skip
+
+
+def test_cpu_cores_runs_the_process_on_that_many_cores(tmp_path):
+    out = _cli(["--cpu-cores", "1"], tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # the mask is set before JAX starts, so the cores exposed as devices follow it
+    assert out.stdout.splitlines()[-2:] == ["cores 1", "local devices 1"]
+    cores = available_cores()
+    bad = _cli(["--cpu-cores", str(cores + 1)], tmp_path)
+    assert bad.returncode == 2
+    assert f"--cpu-cores {cores + 1}: cannot run on {cores + 1} CPU core(s)" in bad.stderr
+    assert f"pass a number from 1 to {cores}" in bad.stderr
+
+
+def test_restricting_cores_after_jax_started_is_refused():
+    from envs.voxel import parallel
+
+    jax.devices()  # this test process's JAX has started
+    with pytest.raises(RuntimeError, match="before JAX executes anything.*taskset -c"):
+        parallel.restrict_cores(1)
+    with pytest.raises(ValueError, match="pass a number from 1 to"):
+        parallel.restrict_cores(0)
