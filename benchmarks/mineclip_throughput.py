@@ -48,6 +48,10 @@ figures are medians of 12-15 alternating rounds of one ViT-B/16 block at batch 8
   The oneDNN and XNNPACK fusion flags (`xla_cpu_experimental_{onednn,xnn}_fusion_type`,
   `xla_cpu_use_onednn`) are accepted but fuse nothing in this build; `xla_cpu_use_thunk_runtime`
   no longer exists (the thunk runtime is the only one).
+* Weights closed over as constants of the jitted encoder (so XLA could pack them once): 0.90x
+  of passing them as arguments (6 alternating rounds at load 1.5-1.7, 2026-12-06).
+  `xla_cpu_enable_fast_math` given to the image encoder's compilation alone (no -inf mask
+  there): output bit-identical and the same time, i.e. no effect in this jaxlib.
 * Precision: `precision=` / `jax.default_matmul_precision` change nothing on CPU (identical
   results and times for DEFAULT ... HIGHEST). bf16 inputs: YNNPACK's bf16 x bf16 -> f32 dot is
   2.8-3.4x its fp32 dot (AMX), torch's bf16 matmul 7x; an fp32 product emulated as three bf16
