@@ -59,7 +59,8 @@ def expose_cores(cfg) -> None:
     """Before JAX starts (first thing in `agents.ppo.main`): the process restricted to
     `--cpu-cores` cores if given, then on a CPU every (allowed) core a JAX device when
     `wants_every_core`, else one device; a `--resume` follows the saved run's flags (the device
-    count decides how the rollout is split). `--distributed` is left to `jax.distributed` (each process's own devices)."""
+    count decides how the rollout is split). `--distributed` is left to `jax.distributed` (each
+    process's own devices)."""
     saved = Path(cfg.out).expanduser() / "config.json"
     if cfg.resume and saved.exists():
         try:

@@ -61,13 +61,13 @@ def restrict_cores(num_cores: int) -> tuple[int, ...]:
             f"cannot run on {num_cores} CPU core(s): this process may use {len(mask)} "
             f"({mask}); pass a number from 1 to {len(mask)}"
         )
+    chosen = tuple(mask[:num_cores])
     if _jax_started():
         raise RuntimeError(
             "restrict_cores() must run before JAX executes anything (XLA has already sized its "
             "thread pool): call it right after the imports, or start Python under "
-            f"`taskset -c {','.join(map(str, mask[:num_cores]))}`"
+            f"`taskset -c {','.join(map(str, chosen))}`"
         )
-    chosen = tuple(mask[:num_cores])
     os.sched_setaffinity(0, chosen)
     return chosen
 

@@ -175,16 +175,20 @@ print("local devices", jax.local_device_count())
 """
 
 
-@pytest.mark.parametrize("flag", [None, "--no-all-cores"])
-def test_cli_takes_every_cpu_core_by_default(flag, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # as a user starts it
+def _cli(argv, tmp_path):
+    """`python -m agents.ppo` on a tiny CartPole run with `argv` added, as a user starts it."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
     argv = ["--task", "cartpole", "--num-envs", "4", "--num-steps", "8", "--total-steps", "32",
             "--num-minibatches", "2", "--si-every", "0", "--final-eval-episodes", "0",
-            "--no-progress", "--out", str(tmp_path / "run")]  # fmt: skip
-    argv += [flag] if flag else []
-    out = subprocess.run([sys.executable, "-c", _MAIN, *argv], capture_output=True, text=True,
-                         timeout=300, env=env, cwd=REPO)  # fmt: skip
+            "--no-progress", "--out", str(tmp_path / "run"), *argv]  # fmt: skip
+    return subprocess.run([sys.executable, "-c", _MAIN, *argv], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=REPO)  # fmt: skip
+
+
+@pytest.mark.parametrize("flag", [None, "--no-all-cores"])
+def test_cli_takes_every_cpu_core_by_default(flag, tmp_path):
+    out = _cli([flag] if flag else [], tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     # every core this process may run on: os.cpu_count() unless an affinity mask pins fewer
     cores = available_cores()
@@ -192,16 +196,6 @@ def test_cli_takes_every_cpu_core_by_default(flag, tmp_path):
     assert out.stdout.splitlines()[-1] == f"local devices {1 if flag else cores}"
     assert out.stdout.splitlines()[-2] == f"cores {cores}"
     assert "already started" not in out.stderr
-
-
-def _cli(argv, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # as a user starts it
-    env.update(PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
-    argv = ["--task", "cartpole", "--num-envs", "4", "--num-steps", "8", "--total-steps", "32",
-            "--num-minibatches", "2", "--si-every", "0", "--final-eval-episodes", "0",
-            "--no-progress", "--out", str(tmp_path / "run"), *argv]  # fmt: skip
-    return subprocess.run([sys.executable, "-c", _MAIN, *argv], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=REPO)  # fmt: skip
 
 
 def test_cpu_cores_runs_the_process_on_that_many_cores(tmp_path):
