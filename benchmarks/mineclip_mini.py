@@ -19,9 +19,19 @@ in worlds of yet another seed (`--world-seed`), never seen in training. Prints (
 4. per Animal-Zoo prompt, the Spearman correlation of the per-step Direct reward with
    closeness to the target (minus the distance) over the oracle's approach (before the act);
 5. the Creative judge (Table 2 in miniature): per Creative task `--judge-episodes` successes and
-   as many failures from scripted and random policies, delta calibrated ONCE by K=2 k-means of
-   episode-mean Direct reward on the calibration half, F1 on the held-out half, against the
-   same architecture with random weights. `--write-judge DIR` stores delta with the checkpoint.
+   as many failures from scripted and random policies, calibrated ONCE on the calibration half
+   and scored by F1 on the held-out half, against the same architecture with random weights.
+   Calibration picks the negative set (the other 11 task prompts, alone or with the neutral
+   prompts `NEUTRAL_PROMPTS`; the one whose episode-mean Direct reward has the higher ROC-AUC
+   on the calibration half) and then delta (K=2 k-means of those scores on the calibration
+   half). `--write-judge DIR` stores delta and the negatives with the checkpoint.
+
+Why neutral prompts: the Direct reward is a softmax over a closed set. Among the 12 task
+prompts only "find an ocean" names a landscape, so a desert, which matches none of them, gives
+most of its probability to the ocean (0.57-0.62 against 0.82-0.90 at sea, shipped model). A
+prompt that says nothing happens, as the generator's narrator says it over wandering clips,
+gives such frames somewhere else to go. The paper's negatives are "other task descriptions"
+with no list; this departs from them only where calibration says it separates better.
 """
 
 from __future__ import annotations
@@ -43,6 +53,10 @@ from mineclip_jax.reward import PAPER_TASK_PROMPTS, MineCLIPReward
 
 ZOO = ("milk a cow", "hunt a cow", "shear a sheep", "hunt a sheep")
 CREATIVE = ("find a nether portal", "find an ocean", "dig a hole", "put carpets on the floor")
+# The judge's candidate negative sets beyond the other task prompts: none, or the phrases the
+# clip generator's narrator uses when nothing in particular happens (its `wander` captions).
+NEUTRAL_PROMPTS: tuple[str, ...] = S.PHRASES["wander"]
+JUDGE_NEGATIVE_SETS: dict[str, tuple[str, ...]] = {"tasks": (), "tasks+neutral": NEUTRAL_PROMPTS}
 
 
 @dataclasses.dataclass
@@ -65,9 +79,8 @@ class BenchConfig:
 
 def roc_auc(pos, neg) -> float:
     """P(score of a positive > score of a negative), ties counting one half (Mann-Whitney)."""
-    pos, neg = np.asarray(pos, float), np.asarray(neg, float)
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater / (pos.size * neg.size))
+    pos, neg = np.asarray(pos, float).reshape(-1), np.asarray(neg, float).reshape(-1)
+    return ev.roc_auc(np.r_[pos, neg], np.r_[np.ones(pos.size, bool), np.zeros(neg.size, bool)])
 
 
 def _ranks(x):
@@ -178,8 +191,8 @@ def _features(handle, frames, lengths, chunk: int = 512):
     return np.where(valid[..., None], feats, last[:, None, :])
 
 
-def _episode_scores(handle, prompt, feats, lengths):
-    reward = MineCLIPReward(handle, prompt, kind="direct")
+def _episode_scores(handle, prompt, feats, lengths, negatives=None):
+    reward = MineCLIPReward(handle, prompt, negatives=negatives, kind="direct")
     r, _ = reward.trajectory_rewards(feats)
     r = np.asarray(r)
     return ev.trajectory_scores(r, lengths), r, reward.prompts
@@ -226,15 +239,24 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
         row = {"reward_kind": "direct", "calibration_size": int(calib.size),
                "heldout_size": int(held.size)}  # fmt: skip
         for name, model in (("trained", handle), ("random", baseline)):
-            s_pos, _, prompts = _episode_scores(model, task, feats[name][0], ls)
-            s_neg, _, _ = _episode_scores(model, task, feats[name][1], lf)
-            scores = np.r_[s_pos, s_neg]
-            delta = ev.kmeans_threshold(scores[calib])
+            # Calibration, on the calibration half alone: the negative set (ROC-AUC), then delta.
+            candidates = {}
+            for set_name, extra in JUDGE_NEGATIVE_SETS.items():
+                negatives = PAPER_TASK_PROMPTS + extra
+                s_pos, _, prompts = _episode_scores(model, task, feats[name][0], ls, negatives)
+                s_neg, _, _ = _episode_scores(model, task, feats[name][1], lf, negatives)
+                candidates[set_name] = (np.r_[s_pos, s_neg], prompts)
+            chosen, delta, calibration_auc = ev.calibrate_judge(
+                {k: v[0][calib] for k, v in candidates.items()}, labels[calib]
+            )
+            scores, prompts = candidates[chosen]
             f1 = ev.binary_metrics(ev.judge(scores[held], delta), labels[held]).f1
             row[f"f1_{name}"] = f1
             if name == "trained":
                 row["delta"] = delta
                 row["negatives"] = [p for p in prompts if p != task]
+                row["negative_set"] = chosen
+                row["calibration_auc"] = calibration_auc
                 # Diagnostics on the held-out half: how well the scores separate at all, and the
                 # F1 of the best threshold there (an upper bound for any threshold rule).
                 pos, neg = scores[held][labels[held]], scores[held][~labels[held]]
@@ -242,10 +264,17 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
                 row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
                     scores[held], labels[held]
                 )
+                # The paper's negatives alone, delta calibrated the same way, for comparison.
+                paper = candidates["tasks"][0]
+                row["f1_tasks_only"] = ev.binary_metrics(
+                    ev.judge(paper[held], ev.kmeans_threshold(paper[calib])), labels[held]
+                ).f1
         out[task] = row
-        print(f"  {task:26s} F1 {row['f1_trained']:.3f} (random weights {row['f1_random']:.3f})"
-              f"  delta {row['delta']:.4f}; held-out AUC {row['auc_heldout']:.3f}, best "
-              f"threshold {row['best_threshold']:.4f} F1 {row['f1_best_threshold']:.3f}",
+        aucs = ", ".join(f"{k} {v:.3f}" for k, v in row["calibration_auc"].items())
+        print(f"  {task:26s} F1 {row['f1_trained']:.3f} (random weights {row['f1_random']:.3f};"
+              f" task prompts alone {row['f1_tasks_only']:.3f}); negatives {row['negative_set']}"
+              f" (calibration AUC {aucs}), delta {row['delta']:.4f}; held-out AUC "
+              f"{row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 {row['f1_best_threshold']:.3f}",
               flush=True)  # fmt: skip
     return out
 
@@ -265,8 +294,10 @@ def main(cfg: BenchConfig) -> dict:
         if cfg.write_judge:
             path = Path(cfg.write_judge) / ev.JUDGE_FILE
             path.write_text(json.dumps({
-                "protocol": "episode-mean Direct reward (paper negatives); delta = mean of the "
-                            "K=2 k-means centroids on the calibration split; success = score > delta",
+                "protocol": "episode-mean Direct reward against `negatives` (the other task "
+                            "prompts, with the neutral prompts where they separate the calibration "
+                            "split better); delta = mean of the K=2 k-means centroids on the "
+                            "calibration split; success = score > delta",
                 "world_seed": cfg.world_seed, "tasks": results["judge"]}, indent=1) + "\n")  # fmt: skip
             print(f"wrote {path}")
     results["seconds"] = round(time.monotonic() - t0, 1)

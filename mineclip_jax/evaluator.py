@@ -15,8 +15,16 @@ Calibrated judging (the threshold fitted ONCE, on labelled calibration trajector
 used for any policy; fitting it on the judged policy's own episodes would give a random
 policy successes and never let a perfect one reach 100%):
 
+    reward = evaluator.judge_reward(mc, "dig a hole")          # with the judge's own negatives
+    step_rewards, _ = reward.trajectory_rewards(frame_features)  # [B, T]
     delta = evaluator.calibrated_threshold(mc, "dig a hole")   # from the checkpoint's judge.json
-    success = evaluator.judge(episode_mean_rewards, delta)     # bool per episode
+    success = evaluator.judge(evaluator.trajectory_scores(step_rewards, lengths), delta)
+
+Calibration may also choose the judge's negative prompts (`calibrate_judge`): the Direct reward
+is a softmax over a closed set of prompts, so a scene that matches none of them (a desert, for
+12 task prompts of which only "find an ocean" names a landscape) still gives its probability to
+one of them. Candidate sets that add neutral prompts ("walk around", ...) are scored by ROC-AUC
+on the calibration episodes, and the chosen set is stored with delta in judge.json.
 
 The k-means here is exact: in 1-D the optimal 2-clustering splits the sorted scores at one
 point, so every split is tried and the one with the least within-cluster sum of squares wins
@@ -100,6 +108,35 @@ def best_threshold_f1(scores, labels) -> tuple[float, float]:
     f1 = [binary_metrics(x > d, y).f1 for d in candidates]
     best = int(np.argmax(f1))
     return float(f1[best]), float(candidates[best])
+
+
+def roc_auc(scores, labels) -> float:
+    """P(a success scores above a failure), ties counting one half (Mann-Whitney U / n+ n-)."""
+    x = np.asarray(scores, np.float64).reshape(-1)
+    y = np.asarray(labels).astype(bool).reshape(-1)
+    if x.shape != y.shape:
+        raise ValueError(f"scores {x.shape} and labels {y.shape} differ in size")
+    if y.all() or not y.any():
+        raise ValueError("ROC-AUC needs both successes and failures among the labels")
+    pos, neg = x[y][:, None], x[~y][None, :]
+    return float(((pos > neg).sum() + 0.5 * (pos == neg).sum()) / (pos.size * neg.size))
+
+
+def calibrate_judge(scores_by_negative_set, labels) -> tuple[str, float, dict[str, float]]:
+    """Calibrate a judge on labelled calibration episodes: (chosen negative set, delta, AUC of
+    each set).
+
+    `scores_by_negative_set` maps a name to the episode-mean Direct rewards of the same
+    episodes computed against that set of negative prompts (in the order of preference: ties go
+    to the first). The set whose scores separate successes from failures best (ROC-AUC, which
+    no threshold influences) is chosen; delta is then the K=2 k-means boundary of its scores,
+    the paper's rule, which reads no label. Both are fitted on these episodes only; report F1 on
+    others."""
+    if not scores_by_negative_set:
+        raise ValueError("no negative set to choose from: give at least one name -> scores")
+    auc = {name: roc_auc(s, labels) for name, s in scores_by_negative_set.items()}
+    chosen = max(auc, key=auc.__getitem__)  # max keeps the first of equal values
+    return chosen, kmeans_threshold(scores_by_negative_set[chosen]), auc
 
 
 def classify(scores, threshold: float) -> np.ndarray:
@@ -196,25 +233,45 @@ def judge_entries(handle_or_dir) -> dict:
             raise ValueError(
                 "this MineCLIP handle was not loaded from a checkpoint directory (random or "
                 "in-memory weights), so it has no calibrated judge; load one with "
-                'mineclip_jax.load_checkpoint("mini") or calibrate with benchmarks/mineclip_mini_judge.py'
+                'mineclip_jax.load_checkpoint("mini") or calibrate with benchmarks/mineclip_mini.py --write-judge DIR'
             )
         directory = Path(source)
     path = directory / JUDGE_FILE
     if not path.is_file():
         raise FileNotFoundError(
             f"{directory} has no {JUDGE_FILE}: this checkpoint was never calibrated as a judge; "
-            f"calibrate it with benchmarks/mineclip_mini_judge.py"
+            f"calibrate it with `python benchmarks/mineclip_mini.py --data DS --ckpt {directory} "
+            f"--write-judge {directory}`"
         )
     return json.loads(path.read_text())["tasks"]
 
 
-def calibrated_threshold(handle, task_prompt: str) -> float:
-    """The judge threshold delta calibrated for `task_prompt` with this checkpoint (stored in
-    its judge.json); a clear error when the checkpoint has none for that task."""
+def _judge_entry(handle, task_prompt: str) -> dict:
     entries = judge_entries(handle)
     if task_prompt not in entries:
         raise KeyError(
             f"the checkpoint has no calibrated judge threshold for {task_prompt!r}; it has "
             f"{sorted(entries)}"
         )
-    return float(entries[task_prompt]["delta"])
+    return entries[task_prompt]
+
+
+def calibrated_threshold(handle, task_prompt: str) -> float:
+    """The judge threshold delta calibrated for `task_prompt` with this checkpoint (stored in
+    its judge.json); a clear error when the checkpoint has none for that task."""
+    return float(_judge_entry(handle, task_prompt)["delta"])
+
+
+def judge_reward(handle, task_prompt: str):
+    """The reward `task_prompt`'s judge was calibrated with: a `MineCLIPReward` against the
+    negatives stored in judge.json (which may add neutral prompts to the task prompts) and of
+    its reward kind. Score episodes with this one before comparing them with
+    `calibrated_threshold`: the default negatives give other scores. Checkpoint directories
+    whose judge.json stores no negatives used the default ones."""
+    from mineclip_jax.reward import MineCLIPReward
+
+    entry = _judge_entry(handle, task_prompt)
+    negatives = entry.get("negatives")
+    return MineCLIPReward(
+        handle, task_prompt, negatives=negatives, kind=entry.get("reward_kind", "direct")
+    )

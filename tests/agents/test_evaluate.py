@@ -111,8 +111,11 @@ def test_read_human_labels(tmp_path):
 class FirstFeatureReward:
     """Stands in for MineCLIPReward: the step reward is the first feature of each frame."""
 
+    built: list = []  # (goal, negatives) of every instance, to check what the judge asked for
+
     def __init__(self, handle, goal, negatives=None, kind="direct"):
         self.goal, self.negatives = goal, negatives
+        self.built.append((goal, negatives))
 
     def trajectory_rewards(self, frame_features, goal_index=None):
         rewards = np.asarray(frame_features)[..., 0]
@@ -143,6 +146,8 @@ def test_creative_judge_uses_the_calibrated_threshold_and_scores_f1(monkeypatch)
     judge = CreativeJudge(handle=None, labels=labels, calibration=calibration)
     success, f1 = judge.judge(spec, records)
     assert list(success) == [True, False, True, False, True]
+    # the reward it scored with competes against the calibration's stored negatives
+    assert FirstFeatureReward.built[-1] == ("find an ocean", ["dig a hole"])
     # labelled episodes 0-3: predicted T F T F vs truth T F F F -> precision 1/2, recall 1 -> F1 2/3
     assert f1 == pytest.approx(2 / 3)
     assert CreativeJudge(handle=None, calibration=calibration).judge(spec, records)[1] is None

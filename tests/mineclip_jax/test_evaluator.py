@@ -79,6 +79,39 @@ def test_best_threshold_f1_beats_a_grid_search():
     assert ev.binary_metrics(scores > delta, labels).f1 == f1
 
 
+def test_roc_auc_hand_values_and_a_pair_count():
+    # successes 0.9, 0.4, 0.4; failures 0.4, 0.1: pairs 0.9>0.4, 0.9>0.1, 0.4=0.4 (half) x2,
+    # 0.4>0.1 x2 -> (2 + 1 + 2) / 6
+    assert ev.roc_auc([0.9, 0.4, 0.4, 0.4, 0.1], [1, 1, 1, 0, 0]) == pytest.approx(5 / 6)
+    assert ev.roc_auc([0.1, 0.2, 0.8], [0, 0, 1]) == 1.0
+    assert ev.roc_auc([0.8, 0.2, 0.1], [0, 0, 1]) == 0.0
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=40), rng.random(40) < 0.5
+    pairs = [(a > b) + 0.5 * (a == b) for a in x[y] for b in x[~y]]
+    assert ev.roc_auc(x, y) == pytest.approx(np.mean(pairs))
+    with pytest.raises(ValueError, match="both successes and failures"):
+        ev.roc_auc([0.1, 0.2], [1, 1])
+    with pytest.raises(ValueError, match="differ in size"):
+        ev.roc_auc([0.1, 0.2], [1])
+
+
+def test_calibrate_judge_chooses_the_separating_negative_set_then_kmeans():
+    labels = np.array([1, 1, 1, 0, 0, 0], bool)
+    # "tasks": one failure (a desert, say) above a success; "tasks+neutral": separated.
+    tasks = np.array([0.9, 0.8, 0.3, 0.6, 0.2, 0.1])
+    neutral = np.array([0.8, 0.7, 0.5, 0.15, 0.1, 0.05])
+    chosen, delta, auc = ev.calibrate_judge({"tasks": tasks, "tasks+neutral": neutral}, labels)
+    assert chosen == "tasks+neutral"
+    assert auc == pytest.approx({"tasks": 8 / 9, "tasks+neutral": 1.0})
+    # k-means of the chosen scores, not of the other set's: {0.05, 0.1, 0.15} | {0.5, 0.7, 0.8}
+    assert delta == pytest.approx((0.1 + 2 / 3) / 2)
+    # Equal AUCs: the first set (the paper's task prompts alone) is kept.
+    chosen, _, _ = ev.calibrate_judge({"tasks": neutral, "tasks+neutral": neutral + 0.1}, labels)
+    assert chosen == "tasks"
+    with pytest.raises(ValueError, match="no negative set"):
+        ev.calibrate_judge({}, labels)
+
+
 def test_trajectory_scores_padded_and_list():
     rewards = np.array([[1.0, 2.0, 3.0, 99.0], [4.0, 0.0, 0.0, 0.0]])
     np.testing.assert_allclose(ev.trajectory_scores(rewards, [3, 1]), [2.0, 4.0])
@@ -149,8 +182,29 @@ def test_calibrated_threshold_reads_the_checkpoint_judge(tmp_path):
     )
     assert ev.calibrated_threshold(loaded, "dig a hole") == 0.25
     assert ev.calibrated_threshold(str(tmp_path / "m"), "dig a hole") == 0.25
-    with pytest.raises(KeyError, match="no calibrated judge threshold for 'find an ocean'"):
-        ev.calibrated_threshold(loaded, "find an ocean")
+    # No stored negatives: the judge's reward is the default one (the other task prompts).
+    assert (
+        ev.judge_reward(loaded, "dig a hole").prompts
+        == MineCLIPReward(loaded, "dig a hole").prompts
+    )
+    (tmp_path / "m" / "judge.json").write_text(
+        json.dumps(
+            {
+                "tasks": {
+                    "dig a hole": {
+                        "delta": 0.25,
+                        "negatives": ["walk around"],
+                        "reward_kind": "delta",
+                    }
+                }
+            }
+        )  # fmt: skip
+    )
+    reward = ev.judge_reward(loaded, "dig a hole")
+    assert (reward.prompts, reward.kind) == (("dig a hole", "walk around"), "delta")
+    for lookup in (ev.calibrated_threshold, ev.judge_reward):
+        with pytest.raises(KeyError, match="no calibrated judge threshold for 'find an ocean'"):
+            lookup(loaded, "find an ocean")
     # New weights are not the checkpoint's: their judge would not apply.
     assert loaded.replace(params=loaded.params).source is None
     assert loaded.astype("bfloat16").source == loaded.source
