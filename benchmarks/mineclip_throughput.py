@@ -63,11 +63,16 @@ figures are medians of 12-15 alternating rounds of one ViT-B/16 block at batch 8
   results: the bf16 encoder went from 0.9x to 1.86-2.06x the fp32 one (load 4.2-6.0; 2.05x
   torch fp32), and is closer to fp32 than before (max abs 2.9e-2 vs 3.5e-2).
   bf16 is not within the 1e-4 parity; fp32 stays the default.
-* Verdict: nothing here reaches 1.2x torch at fp32 parity on a quiet machine; the changes that
+* Verdict: nothing here reaches 1.2x torch at fp32 parity at 8 frames per call on a quiet
+  machine (1 and 16 frames per call do, see the reruns below); the changes that
   were kept are worth ~1.03x on the whole encoder. Under load the ratio moves by itself: at
   load 4.5 this benchmark gives 1.47x (wall and CPU-s), at load ~3 the first rounds (before
   these changes) gave 0.75x, on the quiet machine of the README 0.96x. Quote a ratio only with
   its load.
+* Quiet reruns of the fp32 image encoder by batch (`--only-image --skip-bf16 --rounds 8`,
+  nothing else running, 2026-12-06; wall, median of the rounds): 1 frame per call 1.30x (load
+  1.7); 8 frames 1.08x, 1.15x, 1.19x in three runs (load 0.8-1.8); 16 frames 1.27x and 1.32x
+  (load 1.4-1.8). JAX's per-frame time is about the same at every batch; torch's is lowest at 8.
 * Batch (`--frame-batch`, 3 rounds each, load 4.5-5.9): JAX CPU-s per frame 0.339 at 1 frame
   per call, 0.303 at 8, 0.248 at 16; torch 1.81 at 1 (its single-frame path costs 4x its
   per-frame cost at 8, so JAX is 5.4x there; not investigated), 0.446 at 8, 0.349 at 16.
