@@ -229,7 +229,7 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
     out = {}
     for task in CREATIVE:
         n = cfg.judge_episodes
-        fs, _, ls, _ = _episodes(task, True, n, cfg.seed + 1, cfg.world_seed, sim)
+        fs, truth, ls, _ = _episodes(task, True, n, cfg.seed + 1, cfg.world_seed, sim)
         ff, _, lf, _ = _episodes(task, False, n, cfg.seed + 1, cfg.world_seed, sim)
         feats = {"trained": (_features(handle, fs, ls), _features(handle, ff, lf))}
         feats["random"] = (_features(baseline, fs, ls), _features(baseline, ff, lf))
@@ -237,19 +237,19 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
         split = np.random.default_rng([cfg.seed, 3]).permutation(2 * n)
         calib, held = split[:n], split[n:]
         row = {"reward_kind": "direct", "calibration_size": int(calib.size),
-               "heldout_size": int(held.size)}  # fmt: skip
+               "heldout_size": int(held.size), "episode_ticks": sim.episode_ticks}  # fmt: skip
         for name, model in (("trained", handle), ("random", baseline)):
             # Calibration, on the calibration half alone: the negative set (ROC-AUC), then delta.
             candidates = {}
             for set_name, extra in JUDGE_NEGATIVE_SETS.items():
                 negatives = PAPER_TASK_PROMPTS + extra
-                s_pos, _, prompts = _episode_scores(model, task, feats[name][0], ls, negatives)
+                s_pos, r_pos, prompts = _episode_scores(model, task, feats[name][0], ls, negatives)
                 s_neg, _, _ = _episode_scores(model, task, feats[name][1], lf, negatives)
-                candidates[set_name] = (np.r_[s_pos, s_neg], prompts)
+                candidates[set_name] = (np.r_[s_pos, s_neg], prompts, r_pos)
             chosen, delta, calibration_auc = ev.calibrate_judge(
                 {k: v[0][calib] for k, v in candidates.items()}, labels[calib]
             )
-            scores, prompts = candidates[chosen]
+            scores, prompts, r_pos = candidates[chosen]
             f1 = ev.binary_metrics(ev.judge(scores[held], delta), labels[held]).f1
             row[f"f1_{name}"] = f1
             if name == "trained":
@@ -264,6 +264,10 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
                 row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
                     scores[held], labels[held]
                 )
+                if task == "find a nether portal":
+                    row["by_portal_distance"] = _portal_distance_breakdown(
+                        r_pos, ls, scores[:n], truth, delta
+                    )
                 # The paper's negatives alone, delta calibrated the same way, for comparison.
                 paper = candidates["tasks"][0]
                 row["f1_tasks_only"] = ev.binary_metrics(
@@ -276,7 +280,40 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
               f" (calibration AUC {aucs}), delta {row['delta']:.4f}; held-out AUC "
               f"{row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 {row['f1_best_threshold']:.3f}",
               flush=True)  # fmt: skip
+        if "by_portal_distance" in row:
+            b = row["by_portal_distance"]
+            print(
+                "    per-step reward of the successes, portal in view, by distance: "
+                + ", ".join(f"{k} blocks {v:.3f}" for k, v in b["step_reward_in_view"].items())
+            )
+            print(
+                "    successes scoring <= delta, by distance at the start: "
+                + ", ".join(
+                    f"{k} blocks {v[0]} of {v[1]}"
+                    for k, v in b["at_or_below_delta_by_start"].items()
+                )
+            )
     return out
+
+
+def _portal_distance_breakdown(step_rewards, lengths, scores, truth, delta: float) -> dict:
+    """How the portal's success episodes score against how far the portal is: the mean
+    per-step reward while it is in view, by distance, and how many episodes, by their starting
+    distance, score at or below delta. Distances in blocks; bins [lo, hi)."""
+    r = np.asarray(step_rewards)
+    valid = np.arange(r.shape[1])[None, :] < np.asarray(lengths)[:, None]
+    dist = np.asarray(truth["portal_distance"])[:, : r.shape[1]]
+    in_view = np.asarray(truth["target_visible"], bool)[:, : r.shape[1]] & valid
+    steps = {}
+    for lo, hi in ((0, 2), (2, 4), (4, 6), (6, 10), (10, 15), (15, 99)):
+        m = in_view & (dist >= lo) & (dist < hi)
+        if m.any():
+            steps[f"{lo}-{hi}"] = float(r[m].mean())
+    start, starts = dist[:, 0], {}
+    for lo, hi in ((0, 8), (8, 14), (14, 18), (18, 99)):
+        m = (start >= lo) & (start < hi)
+        starts[f"{lo}-{hi}"] = (int((np.asarray(scores)[m] <= delta).sum()), int(m.sum()))
+    return {"step_reward_in_view": steps, "at_or_below_delta_by_start": starts}
 
 
 def main(cfg: BenchConfig) -> dict:
