@@ -278,7 +278,8 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
         print(f"  {task:26s} F1 {row['f1_trained']:.3f} (random weights {row['f1_random']:.3f};"
               f" task prompts alone {row['f1_tasks_only']:.3f}); negatives {row['negative_set']}"
               f" (calibration AUC {aucs}), delta {row['delta']:.4f}; held-out AUC "
-              f"{row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 {row['f1_best_threshold']:.3f}",
+              f"{row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 "
+              f"{row['f1_best_threshold']:.3f}",
               flush=True)  # fmt: skip
         if "by_portal_distance" in row:
             b = row["by_portal_distance"]

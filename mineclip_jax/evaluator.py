@@ -233,7 +233,9 @@ def judge_entries(handle_or_dir) -> dict:
             raise ValueError(
                 "this MineCLIP handle was not loaded from a checkpoint directory (random or "
                 "in-memory weights), so it has no calibrated judge; load one with "
-                'mineclip_jax.load_checkpoint("mini") or calibrate with benchmarks/mineclip_mini.py --write-judge DIR'
+                'mineclip_jax.load_checkpoint("mini"), or save the weights (save_checkpoint) and '
+                "calibrate them with `python benchmarks/mineclip_mini.py --data DS --ckpt DIR "
+                "--write-judge DIR`"
             )
         directory = Path(source)
     path = directory / JUDGE_FILE
