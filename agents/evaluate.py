@@ -51,12 +51,10 @@ class EvaluateConfig:
     videos_per_task: int = 1  # episodes recorded as MP4 per task (from env 0)
     video_fps: int = 20  # frame rate of the videos
     skip_unsupported: bool = True  # skip (and list) tasks the backend cannot run instead of failing
-    mineclip_checkpoint: str | None = (
-        None  # Creative judge: mini (shipped), attn.pth, avg.pth or a native dir
-    )
-    creative_threshold: float | None = (
-        None  # Creative judge delta by hand (default: the checkpoint's calibrated one)
-    )
+    mineclip_checkpoint: str | None = None
+    """Creative judge: mini (shipped), attn.pth, avg.pth or a native dir with its judge.json"""
+    creative_threshold: float | None = None
+    """Creative judge delta by hand (default: the checkpoint's calibrated one)"""
     human_labels: Path | None = None  # Creative: CSV task_id,episode,label (1/0) for the F1
     creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
     env_options: tuple[str, ...] = ()  # backend options key=value, e.g. jar=/path/Malmo.jar
