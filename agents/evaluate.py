@@ -415,6 +415,23 @@ class CreativeJudge:
             calibration = None  # an uncalibrated checkpoint: `judge` says what to do
         return cls(handle, labels, calibration, threshold)
 
+    def frame_size_options(self, options: Mapping[str, Any], policy: str) -> dict[str, Any]:
+        """Env options with the frame size this judge's model reads (48x64 for the shipped
+        mini), as its calibration episodes were rendered; a size the policy or --env-options
+        fixed otherwise is refused, since resized frames are not what delta was fitted on."""
+        h, w = self.handle.config.image_size
+        have = (options.get("height"), options.get("width"))
+        if have == (None, None):
+            return {**options, "height": h, "width": w}
+        if have != (h, w):
+            raise ValueError(
+                f"the Creative judge's MineCLIP reads {h}x{w} frames, but the episodes would be "
+                f"rendered at {have[0]}x{have[1]} (set by the policy {policy!r} or --env-options); "
+                f"judge with a MineCLIP checkpoint of that frame size, or evaluate a policy "
+                f"trained at {h}x{w} (a random policy renders at the judge's size)"
+            )
+        return dict(options)
+
     def frame_features(self, rgb: np.ndarray) -> np.ndarray:
         """Per-frame MineCLIP features of a batch of observations, kept for scoring."""
         return np.asarray(self.handle.encode_frames(rgb), np.float32)
@@ -498,6 +515,9 @@ def evaluate_task(
         options["max_steps"] = cfg.max_steps
     elif "max_steps" in options and options["max_steps"] is None:
         del options["max_steps"]
+    judged = spec.category == "creative" and creative_judge is not None
+    if judged:
+        options = creative_judge.frame_size_options(options, cfg.policy)
     env = envs.make_vector(spec, num_envs, backend=cfg.backend, **options)
     try:
         policy = policy_for(env, spec, seed)
@@ -507,7 +527,7 @@ def evaluate_task(
             cfg.episodes,
             seed,
             record_videos=cfg.videos_per_task,
-            frame_features=creative_judge.frame_features if creative_judge is not None else None,
+            frame_features=creative_judge.frame_features if judged else None,
         )
     finally:
         env.close()

@@ -239,3 +239,34 @@ def test_parse_env_options():
     }
     with pytest.raises(ValueError, match="key=value"):
         parse_env_options(["jar"])
+
+
+def test_creative_task_is_rendered_at_the_judges_frame_size_and_judged(tmp_path):
+    """A random policy's Creative episodes, judged by the shipped mini: the world renders the
+    48x64 frames the judge was calibrated on (not the 160x256 default), and a frame size the
+    run fixes otherwise is refused before any episode runs."""
+    import dataclasses
+
+    from agents.evaluate import (
+        CreativeJudge,
+        EvaluateConfig,
+        evaluate,
+        evaluate_task,
+        resolve_tasks,
+    )
+
+    cfg = EvaluateConfig(
+        tasks=("find an ocean",), episodes=2, num_envs=2, max_steps=4, videos_per_task=0,
+        mineclip_checkpoint="mini", out_dir=tmp_path, all_cores=False,
+    )  # fmt: skip
+    report = evaluate(cfg)
+    (result,) = report.results
+    assert (result.judge, result.episodes) == ("mineclip", 2)
+    judge = CreativeJudge.load("mini")
+    assert judge.frame_size_options({}, "random") == {"height": 48, "width": 64}
+    assert judge.frame_size_options({"height": 48, "width": 64}, "r") == {"height": 48, "width": 64}
+    spec = resolve_tasks(cfg)[0][0]
+    wrong = dataclasses.replace(cfg, env_options=("height=160", "width=256"))
+    message = "reads 48x64 frames, but the episodes would be rendered at 160x256"
+    with pytest.raises(ValueError, match=message):
+        evaluate_task(spec, wrong, lambda *a: None, creative_judge=judge)
