@@ -5,7 +5,9 @@
     python -m mineclip_jax.demo --ckpt random --config tiny      # random weights (pipeline only)
 
 Without `--video` the clip is a procedurally drawn 16-frame scene (grass, sky and a cow-like
-block that grows as the camera walks up to it). `--ckpt` defaults to "mini", the MineCLIP the
+block that grows as the camera walks up to it). It shows the pipeline, not the model's quality:
+the mini model knows only the embedded world's video, which this drawing does not look like
+(the mini model's held-out figures: `benchmarks/mineclip_mini.py`, README). `--ckpt` defaults to "mini", the MineCLIP the
 package ships (trained on the embedded world's video; `mineclip_jax/pretrained/mini`); with
 `--ckpt random` the numbers only show that the pipeline runs, not what MineCLIP thinks. Frames
 are resized to the model's input size (48x64 for mini, 160x256 for the released models).
@@ -173,7 +175,11 @@ def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
         source = f"{cfg.video} [{cfg.start_s:g}s, {cfg.start_s + cfg.duration_s:g}s)"
     else:
         frames = procedural_clip()
-        source = "built-in procedural clip (walking up to a cow-like block)"
+        source = (
+            "built-in procedural clip (walking up to a cow-like block; drawn, not rendered by "
+            "the embedded world, so the mini model has never seen its like: pass --video for a "
+            "real clip)"
+        )
     frames = resize_clip(frames, handle.config.image_size)
     print(f"clip: {source}, {frames.shape[0]} frames of {frames.shape[1]}x{frames.shape[2]}")
     scores = score_clip(handle, frames, prompts)
