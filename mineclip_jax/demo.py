@@ -1,13 +1,17 @@
 """Score a short clip against a few prompts with MineCLIP and print the table.
 
     python -m mineclip_jax.demo                                   # MineCLIP-mini, built-in clip
+    python -m mineclip_jax.demo --world "milk a cow"              # a clip of the embedded world
     python -m mineclip_jax.demo --ckpt attn.pth --video clip.mp4 --prompts "hunt a cow" "dig a hole"
     python -m mineclip_jax.demo --ckpt random --config tiny      # random weights (pipeline only)
 
 Without `--video` the clip is a procedurally drawn 16-frame scene (grass, sky and a cow-like
 block that grows as the camera walks up to it). It shows the pipeline, not the model's quality:
 the mini model knows only the embedded world's video, which this drawing does not look like
-(the mini model's held-out figures: `benchmarks/mineclip_mini.py`, README). `--ckpt` defaults to "mini", the MineCLIP the
+(the mini model's held-out figures: `benchmarks/mineclip_mini.py`, README). `--world TASK`
+renders the clip in the embedded world instead (one of the paper's 12 task prompts): the
+scripted oracle of `data.synthetic` doing the task in a world of a seed never trained on, the 16
+frames up to just after its first success (about 30 s, most of it compiling the world). `--ckpt` defaults to "mini", the MineCLIP the
 package ships (trained on the embedded world's video; `mineclip_jax/pretrained/mini`); with
 `--ckpt random` the numbers only show that the pipeline runs, not what MineCLIP thinks. Frames
 are resized to the model's input size (48x64 for mini, 160x256 for the released models).
@@ -35,6 +39,7 @@ from mineclip_jax.reward import direct_reward
 NUM_FRAMES = 16
 HEIGHT, WIDTH = 160, 256
 DEFAULT_PROMPTS = (
+    "milk a cow",
     "hunt a cow",
     "shear a sheep",
     "find an ocean",
@@ -49,6 +54,7 @@ class DemoConfig:
 
     ckpt: str = "mini"  # shipped name, official .pth, native checkpoint dir, or "random".
     video: Path | None = None  # a video file to score (else a built-in procedural clip).
+    world: str | None = None  # render the clip in the embedded world: the oracle doing this task.
     start_s: float = 0.0  # where the clip starts in --video (seconds).
     duration_s: float = 8.0  # clip length in --video; 16 frames are sampled uniformly.
     prompts: tuple[str, ...] = DEFAULT_PROMPTS  # prompts to score the clip against.
@@ -149,10 +155,44 @@ def format_table(prompts, scores) -> str:
     return "\n".join(lines)
 
 
+WORLD_SEED = 2  # worlds of this seed were never in MineCLIP-mini's training clips (seed 0)
+WORLD_TICKS = 48
+
+
+def world_clip(task: str, image_size: tuple[int, int], seed: int = 0):
+    """(uint8 [16, H, W, 3], description): the embedded world's scripted oracle doing `task`
+    (a paper task prompt), the 16 frames up to 2 ticks after its first success (the last 16
+    when neither of the two episodes run succeeds, which the description then says)."""
+    from data import synthetic as S
+    from envs.voxel.scripted import BEHAVIOUR_ORACLE
+
+    oracles = [b for b in S.BEHAVIOURS if b.task == task and b.controller == BEHAVIOUR_ORACLE
+               and not b.target and not b.hide_target]  # fmt: skip
+    if not oracles:
+        known = sorted({b.task for b in S.BEHAVIOURS})
+        raise ValueError(f"--world {task!r}: no scripted oracle for it; use one of {known}")
+    h, w = image_size
+    config = S.SyntheticConfig(out="unused", batch=2, episode_ticks=WORLD_TICKS, height=h, width=w)
+    frames, truth = S.run_episodes(config, oracles[0], WORLD_SEED, seed)
+    success = np.asarray(truth["success"], bool)
+    episode = int(np.argmax(success.any(1)))
+    last = frames.shape[1] - 1
+    if success[episode].any():
+        first = int(np.argmax(success[episode]))
+        end = min(max(first + 2, NUM_FRAMES - 1), last)
+        what = f"ticks {end - NUM_FRAMES + 1}-{end}, its first success at tick {first}"
+    else:
+        end, what = last, "its last 16 ticks (it did not succeed)"
+    clip = frames[episode, end - NUM_FRAMES + 1 : end + 1]
+    return clip, f"the embedded world's oracle doing {task!r}, {what}"
+
+
 def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
     prompts = tuple(cfg.prompts)
     if len(prompts) < 2:
         raise ValueError("give at least two --prompts (the probability is relative to the others)")
+    if cfg.video is not None and cfg.world is not None:
+        raise ValueError("give --video or --world, not both: the demo scores one clip")
     t0 = time.perf_counter()
     if cfg.ckpt != "random":
         handle = load_checkpoint(cfg.ckpt)
@@ -170,15 +210,17 @@ def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
             f"below are meaningless. Leave --ckpt at mini (shipped), or pass attn.pth (released "
             f"weights) or a checkpoint written by python -m mineclip_jax.train."
         )
-    if cfg.video is not None:
+    if cfg.world is not None:
+        frames, source = world_clip(cfg.world, handle.config.image_size, cfg.seed)
+    elif cfg.video is not None:
         frames = read_video_clip(cfg.video, cfg.start_s, cfg.duration_s)
         source = f"{cfg.video} [{cfg.start_s:g}s, {cfg.start_s + cfg.duration_s:g}s)"
     else:
         frames = procedural_clip()
         source = (
             "built-in procedural clip (walking up to a cow-like block; drawn, not rendered by "
-            "the embedded world, so the mini model has never seen its like: pass --video for a "
-            "real clip)"
+            "the embedded world, so the mini model has never seen its like: pass --world TASK "
+            "or --video for a real clip)"
         )
     frames = resize_clip(frames, handle.config.image_size)
     print(f"clip: {source}, {frames.shape[0]} frames of {frames.shape[1]}x{frames.shape[2]}")

@@ -13,7 +13,7 @@ import pytest
 import mineclip_jax as mcj
 from data import synthetic as S
 from envs import spaces
-from mineclip_jax import checkpoint
+from mineclip_jax import checkpoint, demo
 from mineclip_jax import evaluator as ev
 from mineclip_jax.reward import PAPER_TASK_PROMPTS, MineCLIPReward
 
@@ -103,6 +103,12 @@ def test_mini_separates_a_success_from_a_failure_in_the_world():
     assert list(ev.judge(score, delta)) == [True, False]
     assert score_tasks_only[1] > score[1] + 0.2  # the desert's "ocean" went to the neutral ones
     assert abs(score_tasks_only[0] - score[0]) < 0.1  # the sea's did not
+
+    # The demo's --world clip comes from the same episode program: the oracle milking a cow.
+    clip, what = demo.world_clip("milk a cow", (h, w))
+    assert clip.shape == (16, h, w, 3) and "first success" in what
+    prompts = ("milk a cow", "hunt a cow", "shear a sheep", "find an ocean")
+    assert np.argmax(demo.score_clip(mc, clip, prompts)["logits"]) == 0
 
 
 def test_mini_has_a_calibrated_judge_for_each_creative_task():

@@ -320,6 +320,15 @@ def test_negatives_never_paraphrase_the_goal_for_the_paper_tasks():
         assert kept == set(others) - {goal}, goal
 
 
+def test_demo_world_clip_names_the_tasks_it_has_and_takes_one_clip_source():
+    from mineclip_jax import demo
+
+    with pytest.raises(ValueError, match="no scripted oracle for it; use one of .*'milk a cow'"):
+        demo.world_clip("fly to the moon", (48, 64))
+    with pytest.raises(ValueError, match="--video or --world, not both"):
+        demo.run(demo.DemoConfig(video="clip.mp4", world="milk a cow"))
+
+
 def test_demo_refuses_a_clip_shorter_than_the_window(tmp_path):
     import av
 
