@@ -446,8 +446,8 @@ class CreativeJudge:
             raise ValueError(
                 f"{spec.id} ({spec.prompt!r}): this MineCLIP checkpoint has no calibrated judge "
                 f"threshold for the prompt (calibrated prompts: {have}); calibrate one on labelled "
-                "trajectories (`python benchmarks/mineclip_mini.py --data DS --ckpt DIR --write-judge DIR` "
-                "does it) or pass --creative-threshold DELTA"
+                "trajectories (`python benchmarks/mineclip_mini.py --data DS --ckpt DIR "
+                "--write-judge DIR` does it) or pass --creative-threshold DELTA"
             )
         return float(entry["delta"]), negatives
 
