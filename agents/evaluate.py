@@ -451,8 +451,37 @@ class CreativeJudge:
             )
         return float(entry["delta"]), negatives
 
-    def judge(self, spec, records: Sequence[EpisodeRecord]) -> tuple[np.ndarray, float | None]:
-        """(success per episode, F1 against the human labels of this task's episodes or None)."""
+    def calibration_mismatch(self, spec, records, ticks_per_step: int = 1) -> str | None:
+        """Why these episodes are unlike the ones delta was calibrated on (`episode_ticks` in
+        judge.json, one game tick per frame), or None. The score is a mean over the episode, so
+        an episode several times longer or shorter shows its goal for a different share of its
+        frames, and frames several ticks apart change what the reward's 16-frame window sees."""
+        ticks = ((self.calibration or {}).get(spec.prompt) or {}).get("episode_ticks")
+        if ticks is None or self.threshold is not None or not records:
+            return None
+        judged = float(np.mean([len(r.features) for r in records])) * ticks_per_step
+        notes = []
+        if not 0.5 <= judged / ticks <= 2.0:
+            notes.append(f"episodes of {judged:.0f} game ticks on average against {ticks}")
+        if ticks_per_step != 1:
+            notes.append(f"{ticks_per_step} game ticks per frame against 1")
+        if not notes:
+            return None
+        return (
+            f"{spec.id}: the judge's delta was calibrated on other episodes ({'; '.join(notes)}); "
+            f"its verdicts may shift. Judge episodes like the calibration's (--max-steps "
+            f"{max(ticks // ticks_per_step, 1)}) or recalibrate on episodes like these "
+            "(`python benchmarks/mineclip_mini.py --data DS --ckpt DIR --only-judge --judge-ticks "
+            "N --write-judge DIR`)"
+        )
+
+    def judge(
+        self, spec, records: Sequence[EpisodeRecord], ticks_per_step: int = 1
+    ) -> tuple[np.ndarray, float | None]:
+        """(success per episode, F1 against the human labels of this task's episodes or None).
+        Warns when the episodes are unlike the calibration's (`calibration_mismatch`)."""
+        import warnings
+
         from mineclip_jax import evaluator
         from mineclip_jax.reward import MineCLIPReward
 
@@ -460,6 +489,9 @@ class CreativeJudge:
             raise ValueError(
                 "Creative judging needs frame features: run the episodes with frame_features"
             )
+        mismatch = self.calibration_mismatch(spec, records, ticks_per_step)
+        if mismatch:
+            warnings.warn(mismatch, stacklevel=2)
         if not records:
             raise ValueError(f"{spec.id}: no episodes to judge")
         delta, negatives = self._delta_and_negatives(spec)
@@ -539,7 +571,9 @@ def evaluate_task(
                 f"{spec.id} is a Creative task: it has no programmatic success, so pass --mineclip-checkpoint"
                 " to judge it with MineCLIP"
             )
-        successes, f1 = creative_judge.judge(spec, records)
+        successes, f1 = creative_judge.judge(
+            spec, records, ticks_per_step=int(options.get("action_repeat", 1))
+        )
         records = [
             dataclasses.replace(r, success=bool(s)) for r, s in zip(records, successes, strict=True)
         ]

@@ -164,6 +164,40 @@ def test_creative_judge_uses_the_calibrated_threshold_and_scores_f1(monkeypatch)
     assert list(manual.judge(spec, records)[0]) == [True, False, False, False, False]
 
 
+def test_creative_judge_warns_when_episodes_differ_from_the_calibration(monkeypatch):
+    import warnings
+
+    import mineclip_jax.reward
+    from agents.evaluate import CreativeJudge, EpisodeRecord
+
+    monkeypatch.setattr(mineclip_jax.reward, "MineCLIPReward", FirstFeatureReward)
+
+    def record(level, length):
+        return EpisodeRecord(
+            0, False, 0.0, length, features=np.full((length, 4), level, np.float32)
+        )
+
+    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+    judge = CreativeJudge(
+        handle=None, calibration={"find an ocean": {"delta": 0.5, "episode_ticks": 100}}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # like the calibration's (mean 90.5 ticks): no warning
+        assert list(judge.judge(spec, [record(0.9, 101), record(0.1, 80)])[0]) == [True, False]
+    with pytest.warns(
+        UserWarning, match=r"episodes of 1001 game ticks on average against 100\).*--max-steps 100"
+    ):
+        judge.judge(spec, [record(0.9, 1001), record(0.1, 1001)])
+    # 26 frames 4 ticks apart: about the calibration's length, but not its frame spacing
+    with pytest.warns(UserWarning, match=r"4 game ticks per frame against 1\).*--max-steps 25"):
+        judge.judge(spec, [record(0.9, 26)], ticks_per_step=4)
+    # the verdicts are the same with or without the warning; a hand-given delta warns of nothing
+    manual = CreativeJudge(handle=None, calibration=judge.calibration, threshold=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(manual.judge(spec, [record(0.9, 1001)])[0]) == [True]
+
+
 def test_creative_judge_without_a_calibration_says_how_to_get_one():
     from agents.evaluate import CreativeJudge, EpisodeRecord
 
@@ -259,7 +293,8 @@ def test_creative_task_is_rendered_at_the_judges_frame_size_and_judged(tmp_path)
         tasks=("find an ocean",), episodes=2, num_envs=2, max_steps=4, videos_per_task=0,
         mineclip_checkpoint="mini", out_dir=tmp_path, all_cores=False,
     )  # fmt: skip
-    report = evaluate(cfg)
+    with pytest.warns(UserWarning, match="calibrated on other episodes"):  # 5 frames, not 101
+        report = evaluate(cfg)
     (result,) = report.results
     assert (result.judge, result.episodes) == ("mineclip", 2)
     judge = CreativeJudge.load("mini")
