@@ -317,6 +317,18 @@ def _portal_distance_breakdown(step_rewards, lengths, scores, truth, delta: floa
     return {"step_reward_in_view": steps, "at_or_below_delta_by_start": starts}
 
 
+def write_judge(directory, tasks: dict, world_seed: int) -> Path:
+    """judge.json beside a checkpoint: `judge_section`'s rows, read by `evaluator`."""
+    path = Path(directory) / ev.JUDGE_FILE
+    path.write_text(json.dumps({
+        "protocol": "episode-mean Direct reward against `negatives` (the other task "
+                    "prompts, with the neutral prompts where they separate the calibration "
+                    "split better); delta = mean of the K=2 k-means centroids on the "
+                    "calibration split; success = score > delta",
+        "world_seed": world_seed, "tasks": tasks}, indent=1) + "\n")  # fmt: skip
+    return path
+
+
 def main(cfg: BenchConfig) -> dict:
     t0 = time.monotonic()
     handle = mcj.load_checkpoint(cfg.ckpt)
@@ -330,13 +342,7 @@ def main(cfg: BenchConfig) -> dict:
         print("Creative judge (delta calibrated on half, F1 on the held-out half):")
         results["judge"] = judge_section(handle, cfg, judge_sim)
         if cfg.write_judge:
-            path = Path(cfg.write_judge) / ev.JUDGE_FILE
-            path.write_text(json.dumps({
-                "protocol": "episode-mean Direct reward against `negatives` (the other task "
-                            "prompts, with the neutral prompts where they separate the calibration "
-                            "split better); delta = mean of the K=2 k-means centroids on the "
-                            "calibration split; success = score > delta",
-                "world_seed": cfg.world_seed, "tasks": results["judge"]}, indent=1) + "\n")  # fmt: skip
+            path = write_judge(cfg.write_judge, results["judge"], cfg.world_seed)
             print(f"wrote {path}")
     results["seconds"] = round(time.monotonic() - t0, 1)
     results["loadavg"] = os.getloadavg()
