@@ -122,18 +122,27 @@ class FirstFeatureReward:
         return rewards, rewards
 
 
-def test_creative_judge_uses_the_calibrated_threshold_and_scores_f1(monkeypatch):
+@pytest.fixture
+def first_feature_reward(monkeypatch):
     import mineclip_jax.reward
-    from agents.evaluate import CreativeJudge, EpisodeRecord
 
     monkeypatch.setattr(mineclip_jax.reward, "MineCLIPReward", FirstFeatureReward)
 
-    def record(level, length):
-        return EpisodeRecord(
-            0, False, 0.0, length, features=np.full((length, 4), level, np.float32)
-        )
 
-    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+def record(level, length):
+    """An episode of `length` frames whose features all start with `level` (its step reward)."""
+    from agents.evaluate import EpisodeRecord
+
+    return EpisodeRecord(0, False, 0.0, length, features=np.full((length, 4), level, np.float32))
+
+
+OCEAN_SPEC = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+
+
+def test_creative_judge_uses_the_calibrated_threshold_and_scores_f1(first_feature_reward):
+    from agents.evaluate import CreativeJudge
+
+    spec = OCEAN_SPEC
     calibration = {"find an ocean": {"delta": 0.5, "negatives": ["dig a hole"]}}
     # mean scores 0.9, 0.1, 0.8, 0.2, 0.85 against the stored delta 0.5
     records = [record(0.9, 3), record(0.1, 5), record(0.8, 2), record(0.2, 4), record(0.85, 1)]
@@ -164,20 +173,12 @@ def test_creative_judge_uses_the_calibrated_threshold_and_scores_f1(monkeypatch)
     assert list(manual.judge(spec, records)[0]) == [True, False, False, False, False]
 
 
-def test_creative_judge_warns_when_episodes_differ_from_the_calibration(monkeypatch):
+def test_creative_judge_warns_when_episodes_differ_from_the_calibration(first_feature_reward):
     import warnings
 
-    import mineclip_jax.reward
-    from agents.evaluate import CreativeJudge, EpisodeRecord
+    from agents.evaluate import CreativeJudge
 
-    monkeypatch.setattr(mineclip_jax.reward, "MineCLIPReward", FirstFeatureReward)
-
-    def record(level, length):
-        return EpisodeRecord(
-            0, False, 0.0, length, features=np.full((length, 4), level, np.float32)
-        )
-
-    spec = type("Spec", (), {"id": "creative:2", "prompt": "find an ocean"})()
+    spec = OCEAN_SPEC
     judge = CreativeJudge(
         handle=None, calibration={"find an ocean": {"delta": 0.5, "episode_ticks": 100}}
     )
