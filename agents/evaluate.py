@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -480,8 +481,6 @@ class CreativeJudge:
     ) -> tuple[np.ndarray, float | None]:
         """(success per episode, F1 against the human labels of this task's episodes or None).
         Warns when the episodes are unlike the calibration's (`calibration_mismatch`)."""
-        import warnings
-
         from mineclip_jax import evaluator
         from mineclip_jax.reward import MineCLIPReward
 

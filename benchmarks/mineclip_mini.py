@@ -146,8 +146,7 @@ def _episodes(task: str, want_success: bool, count: int, seed: int, world_seed: 
     """Frames [count, T+1, H, W, 3], truth and lengths of `count` episodes of `task` that
     succeeded (oracle) or failed (other behaviours), simulated batch by batch."""
     if want_success:
-        pool = [b for b in S.BEHAVIOURS
-                if b.task == task and b.controller == 0 and not b.target and not b.hide_target]  # fmt: skip
+        pool = [S.task_oracle(task)]
     else:
         pool = [b for b in S.BEHAVIOURS if b.task == task and (b.controller != 0 or b.target)]
     frames, truth, kinds = [], [], []

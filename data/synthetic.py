@@ -196,6 +196,15 @@ BEHAVIOURS: tuple[Behaviour, ...] = _behaviours()
 BEHAVIOUR_NAMES: tuple[str, ...] = tuple(b.name for b in BEHAVIOURS)
 
 
+def task_oracle(task: str) -> Behaviour:
+    """The scripted oracle that does `task` itself (a paper task prompt): its own target, drawn."""
+    for b in BEHAVIOURS:
+        if b.task == task and b.controller == _ORACLE and not b.target and not b.hide_target:
+            return b
+    known = sorted({b.task for b in BEHAVIOURS})
+    raise ValueError(f"{task!r}: no scripted oracle for it; use one of {known}")
+
+
 @dataclasses.dataclass(frozen=True)
 class SyntheticConfig:
     """Build captioned clips. Run: python -m data.synthetic --out DIR --episodes N"""

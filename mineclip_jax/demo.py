@@ -11,10 +11,12 @@ the mini model knows only the embedded world's video, which this drawing does no
 (the mini model's held-out figures: `benchmarks/mineclip_mini.py`, README). `--world TASK`
 renders the clip in the embedded world instead (one of the paper's 12 task prompts): the
 scripted oracle of `data.synthetic` doing the task in a world of a seed never trained on, the 16
-frames up to just after its first success (about 30 s, most of it compiling the world). `--ckpt` defaults to "mini", the MineCLIP the
-package ships (trained on the embedded world's video; `mineclip_jax/pretrained/mini`); with
-`--ckpt random` the numbers only show that the pipeline runs, not what MineCLIP thinks. Frames
-are resized to the model's input size (48x64 for mini, 160x256 for the released models).
+frames up to just after its first success (about 30 s, most of it compiling the world).
+
+`--ckpt` defaults to "mini", the MineCLIP the package ships (trained on the embedded world's
+video; `mineclip_jax/pretrained/mini`); with `--ckpt random` the numbers only show that the
+pipeline runs, not what MineCLIP thinks. Frames are resized to the model's input size (48x64
+for mini, 160x256 for the released models).
 
 Columns: the logit exp(s) * cos(video, prompt); P = softmax over the listed prompts; Direct =
 max(P - 1/N, 0), the reward an agent would get for that prompt as its goal with the others as
@@ -164,16 +166,14 @@ def world_clip(task: str, image_size: tuple[int, int], seed: int = 0):
     (a paper task prompt), the 16 frames up to 2 ticks after its first success (the last 16
     when neither of the two episodes run succeeds, which the description then says)."""
     from data import synthetic as S
-    from envs.voxel.scripted import BEHAVIOUR_ORACLE
 
-    oracles = [b for b in S.BEHAVIOURS if b.task == task and b.controller == BEHAVIOUR_ORACLE
-               and not b.target and not b.hide_target]  # fmt: skip
-    if not oracles:
-        known = sorted({b.task for b in S.BEHAVIOURS})
-        raise ValueError(f"--world {task!r}: no scripted oracle for it; use one of {known}")
+    try:
+        oracle = S.task_oracle(task)
+    except ValueError as e:
+        raise ValueError(f"--world {e}") from None
     h, w = image_size
     config = S.SyntheticConfig(out="unused", batch=2, episode_ticks=WORLD_TICKS, height=h, width=w)
-    frames, truth = S.run_episodes(config, oracles[0], WORLD_SEED, seed)
+    frames, truth = S.run_episodes(config, oracle, WORLD_SEED, seed)
     success = np.asarray(truth["success"], bool)
     episode = int(np.argmax(success.any(1)))
     last = frames.shape[1] - 1
