@@ -437,8 +437,17 @@ class CreativeJudge:
         """Per-frame MineCLIP features of a batch of observations, kept for scoring."""
         return np.asarray(self.handle.encode_frames(rgb), np.float32)
 
-    def _delta_and_negatives(self, spec) -> tuple[float, Sequence[str] | None]:
+    def _calibration(self, spec, judged_ticks: float | None) -> Mapping[str, Any] | None:
+        """The stored calibration for `spec` on episodes nearest `judged_ticks` long."""
+        from mineclip_jax import evaluator
+
         entry = (self.calibration or {}).get(spec.prompt)
+        return None if entry is None else evaluator.select_calibration(entry, judged_ticks)
+
+    def _delta_and_negatives(
+        self, spec, judged_ticks: float | None = None
+    ) -> tuple[float, Sequence[str] | None]:
+        entry = self._calibration(spec, judged_ticks)
         negatives = None if entry is None else entry.get("negatives")
         if self.threshold is not None:
             return float(self.threshold), negatives
@@ -452,15 +461,24 @@ class CreativeJudge:
             )
         return float(entry["delta"]), negatives
 
+    @staticmethod
+    def judged_ticks(records: Sequence[EpisodeRecord], ticks_per_step: int = 1) -> float:
+        """Game ticks of the judged episodes, on average: what picks the calibration."""
+        return float(np.mean([len(r.features) for r in records])) * ticks_per_step
+
     def calibration_mismatch(self, spec, records, ticks_per_step: int = 1) -> str | None:
-        """Why these episodes are unlike the ones delta was calibrated on (`episode_ticks` in
-        judge.json, one game tick per frame), or None. The score is a mean over the episode, so
-        an episode several times longer or shorter shows its goal for a different share of its
-        frames, and frames several ticks apart change what the reward's 16-frame window sees."""
-        ticks = ((self.calibration or {}).get(spec.prompt) or {}).get("episode_ticks")
-        if ticks is None or self.threshold is not None or not records:
+        """Why these episodes are unlike the ones delta was calibrated on, or None. Of the
+        stored calibrations (one per episode length, `episode_ticks` in judge.json, one game
+        tick per frame) the one nearest the judged episodes' length is used; the score is a
+        mean over the episode, so an episode several times longer or shorter than that
+        calibration's shows its goal for a different share of its frames, and frames several
+        ticks apart change what the reward's 16-frame window sees."""
+        if self.threshold is not None or not records:
             return None
-        judged = float(np.mean([len(r.features) for r in records])) * ticks_per_step
+        judged = self.judged_ticks(records, ticks_per_step)
+        ticks = (self._calibration(spec, judged) or {}).get("episode_ticks")
+        if ticks is None:
+            return None
         notes = []
         if not 0.5 <= judged / ticks <= 2.0:
             notes.append(f"episodes of {judged:.0f} game ticks on average against {ticks}")
@@ -493,7 +511,9 @@ class CreativeJudge:
             warnings.warn(mismatch, stacklevel=2)
         if not records:
             raise ValueError(f"{spec.id}: no episodes to judge")
-        delta, negatives = self._delta_and_negatives(spec)
+        delta, negatives = self._delta_and_negatives(
+            spec, self.judged_ticks(records, ticks_per_step)
+        )
         lengths = np.array([len(r.features) for r in records])
         padded = np.zeros((len(records), lengths.max(), records[0].features.shape[-1]), np.float32)
         for i, r in enumerate(records):

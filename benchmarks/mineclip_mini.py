@@ -48,6 +48,7 @@ import tyro
 
 import mineclip_jax as mcj
 from data import synthetic as S
+from envs import tasks as envs_tasks
 from mineclip_jax import evaluator as ev
 from mineclip_jax.reward import PAPER_TASK_PROMPTS, MineCLIPReward
 
@@ -68,7 +69,9 @@ class BenchConfig:
     world_seed: int = 2  # seed of the world pool of the world episodes (train 0, test 1).
     episodes_per_kind: int = 16  # world episodes per task for success and for failure (AUC).
     judge_episodes: int = 100  # successes and failures per Creative task for the judge.
-    judge_ticks: int = 100  # game ticks per judge episode (the Creative oracles succeed sooner).
+    judge_ticks: tuple[int, ...] = (0, 200, 100)  # game ticks per judge episode, one calibration
+    # per length; 0: each task's own episode limit (find an ocean, a portal, carpets 1000, dig
+    # 500), what `agents.evaluate` runs by default. The first is the default calibration.
     max_clips: int = 1024  # test clips for retrieval (>= 256).
     seed: int = 0  # seed of the episodes and of the random-weights baseline.
     write_judge: str = ""  # directory to write judge.json into (the checkpoint's), or "".
@@ -223,77 +226,94 @@ def world_sections(handle, cfg: BenchConfig, sim) -> dict:
             "spearman_closeness": rho, "episode_means": per}  # fmt: skip
 
 
+def judge_ticks(task: str, requested: int) -> int:
+    """Game ticks of the judge's episodes of `task`: `requested`, or the task's own limit."""
+    return requested or envs_tasks.get(task).max_steps
+
+
 def judge_section(handle, cfg: BenchConfig, sim) -> dict:
+    """Per Creative task, one calibration per `--judge-ticks` length (judge.json's layout)."""
+    if not cfg.judge_ticks or min(cfg.judge_ticks) < 0:
+        raise ValueError(
+            f"--judge-ticks needs lengths >= 0 (0: the task's own), got {cfg.judge_ticks}"
+        )
     baseline = mcj.create(handle.config, jax.random.key(cfg.seed + 7))
     out = {}
     for task in CREATIVE:
-        n = cfg.judge_episodes
-        fs, truth, ls, _ = _episodes(task, True, n, cfg.seed + 1, cfg.world_seed, sim)
-        ff, _, lf, _ = _episodes(task, False, n, cfg.seed + 1, cfg.world_seed, sim)
-        feats = {"trained": (_features(handle, fs, ls), _features(handle, ff, lf))}
-        feats["random"] = (_features(baseline, fs, ls), _features(baseline, ff, lf))
-        labels = np.r_[np.ones(n, bool), np.zeros(n, bool)]
-        split = np.random.default_rng([cfg.seed, 3]).permutation(2 * n)
-        calib, held = split[:n], split[n:]
-        row = {"reward_kind": "direct", "calibration_size": int(calib.size),
-               "heldout_size": int(held.size), "episode_ticks": sim.episode_ticks}  # fmt: skip
-        for name, model in (("trained", handle), ("random", baseline)):
-            # Calibration, on the calibration half alone: the negative set (ROC-AUC), then delta.
-            candidates = {}
-            for set_name, extra in JUDGE_NEGATIVE_SETS.items():
-                negatives = PAPER_TASK_PROMPTS + extra
-                s_pos, r_pos, prompts = _episode_scores(model, task, feats[name][0], ls, negatives)
-                s_neg, _, _ = _episode_scores(model, task, feats[name][1], lf, negatives)
-                candidates[set_name] = (np.r_[s_pos, s_neg], prompts, r_pos)
-            chosen, delta, calibration_auc = ev.calibrate_judge(
-                {k: v[0][calib] for k, v in candidates.items()}, labels[calib]
-            )
-            scores, prompts, r_pos = candidates[chosen]
-            f1 = ev.binary_metrics(ev.judge(scores[held], delta), labels[held]).f1
-            row[f"f1_{name}"] = f1
-            if name == "trained":
-                row["delta"] = delta
-                row["negatives"] = [p for p in prompts if p != task]
-                row["negative_set"] = chosen
-                row["calibration_auc"] = calibration_auc
-                # Diagnostics on the held-out half: how well the scores separate at all, and the
-                # F1 of the best threshold there (an upper bound for any threshold rule).
-                pos, neg = scores[held][labels[held]], scores[held][~labels[held]]
-                row["auc_heldout"] = roc_auc(pos, neg)
-                row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
-                    scores[held], labels[held]
-                )
-                if task == "find a nether portal":
-                    row["by_portal_distance"] = _portal_distance_breakdown(
-                        r_pos, ls, scores[:n], truth, delta
-                    )
-                # The paper's negatives alone, delta calibrated the same way, for comparison.
-                paper = candidates["tasks"][0]
-                row["f1_tasks_only"] = ev.binary_metrics(
-                    ev.judge(paper[held], ev.kmeans_threshold(paper[calib])), labels[held]
-                ).f1
-        out[task] = row
-        aucs = ", ".join(f"{k} {v:.3f}" for k, v in row["calibration_auc"].items())
-        print(f"  {task:26s} F1 {row['f1_trained']:.3f} (random weights {row['f1_random']:.3f};"
-              f" task prompts alone {row['f1_tasks_only']:.3f}); negatives {row['negative_set']}"
-              f" (calibration AUC {aucs}), delta {row['delta']:.4f}; held-out AUC "
-              f"{row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 "
-              f"{row['f1_best_threshold']:.3f}",
-              flush=True)  # fmt: skip
-        if "by_portal_distance" in row:
-            b = row["by_portal_distance"]
-            print(
-                "    per-step reward of the successes, portal in view, by distance: "
-                + ", ".join(f"{k} blocks {v:.3f}" for k, v in b["step_reward_in_view"].items())
-            )
-            print(
-                "    successes scoring <= delta, by distance at the start: "
-                + ", ".join(
-                    f"{k} blocks {v[0]} of {v[1]}"
-                    for k, v in b["at_or_below_delta_by_start"].items()
-                )
-            )
+        out[task] = {"calibrations": []}
+        for ticks in dict.fromkeys(judge_ticks(task, t) for t in cfg.judge_ticks):
+            episodes = dataclasses.replace(sim, episode_ticks=ticks)
+            row = _judge_calibration(handle, baseline, task, cfg, episodes)
+            out[task]["calibrations"].append(row)
     return out
+
+
+def _judge_calibration(handle, baseline, task: str, cfg: BenchConfig, sim) -> dict:
+    """Calibrate `task`'s judge on labelled episodes of `sim.episode_ticks` ticks; F1 held out."""
+    n = cfg.judge_episodes
+    fs, truth, ls, _ = _episodes(task, True, n, cfg.seed + 1, cfg.world_seed, sim)
+    ff, _, lf, _ = _episodes(task, False, n, cfg.seed + 1, cfg.world_seed, sim)
+    feats = {"trained": (_features(handle, fs, ls), _features(handle, ff, lf))}
+    feats["random"] = (_features(baseline, fs, ls), _features(baseline, ff, lf))
+    labels = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    split = np.random.default_rng([cfg.seed, 3]).permutation(2 * n)
+    calib, held = split[:n], split[n:]
+    row = {"reward_kind": "direct", "calibration_size": int(calib.size),
+           "heldout_size": int(held.size), "episode_ticks": sim.episode_ticks}  # fmt: skip
+    for name, model in (("trained", handle), ("random", baseline)):
+        # Calibration, on the calibration half alone: the negative set (ROC-AUC), then delta.
+        candidates = {}
+        for set_name, extra in JUDGE_NEGATIVE_SETS.items():
+            negatives = PAPER_TASK_PROMPTS + extra
+            s_pos, r_pos, prompts = _episode_scores(model, task, feats[name][0], ls, negatives)
+            s_neg, _, _ = _episode_scores(model, task, feats[name][1], lf, negatives)
+            candidates[set_name] = (np.r_[s_pos, s_neg], prompts, r_pos)
+        chosen, delta, calibration_auc = ev.calibrate_judge(
+            {k: v[0][calib] for k, v in candidates.items()}, labels[calib]
+        )
+        scores, prompts, r_pos = candidates[chosen]
+        f1 = ev.binary_metrics(ev.judge(scores[held], delta), labels[held]).f1
+        row[f"f1_{name}"] = f1
+        if name == "trained":
+            row["delta"] = delta
+            row["negatives"] = [p for p in prompts if p != task]
+            row["negative_set"] = chosen
+            row["calibration_auc"] = calibration_auc
+            # Diagnostics on the held-out half: how well the scores separate at all, and the
+            # F1 of the best threshold there (an upper bound for any threshold rule).
+            pos, neg = scores[held][labels[held]], scores[held][~labels[held]]
+            row["auc_heldout"] = roc_auc(pos, neg)
+            row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
+                scores[held], labels[held]
+            )
+            if task == "find a nether portal":
+                row["by_portal_distance"] = _portal_distance_breakdown(
+                    r_pos, ls, scores[:n], truth, delta
+                )
+            # The paper's negatives alone, delta calibrated the same way, for comparison.
+            paper = candidates["tasks"][0]
+            row["f1_tasks_only"] = ev.binary_metrics(
+                ev.judge(paper[held], ev.kmeans_threshold(paper[calib])), labels[held]
+            ).f1
+    aucs = ", ".join(f"{k} {v:.3f}" for k, v in row["calibration_auc"].items())
+    print(f"  {task:26s} {sim.episode_ticks:4d} ticks: F1 {row['f1_trained']:.3f} (random weights "
+          f"{row['f1_random']:.3f}; task prompts alone {row['f1_tasks_only']:.3f}); negatives "
+          f"{row['negative_set']} (calibration AUC {aucs}), delta {row['delta']:.4f}; held-out "
+          f"AUC {row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 "
+          f"{row['f1_best_threshold']:.3f}", flush=True)  # fmt: skip
+    if "by_portal_distance" in row:
+        b = row["by_portal_distance"]
+        print(
+            "    per-step reward of the successes, portal in view, by distance: "
+            + ", ".join(f"{k} blocks {v:.3f}" for k, v in b["step_reward_in_view"].items())
+        )
+        print(
+            "    successes scoring <= delta, by distance at the start: "
+            + ", ".join(
+                f"{k} blocks {v[0]} of {v[1]}" for k, v in b["at_or_below_delta_by_start"].items()
+            )
+        )
+    return row
 
 
 def _portal_distance_breakdown(step_rewards, lengths, scores, truth, delta: float) -> dict:
@@ -320,10 +340,12 @@ def write_judge(directory, tasks: dict, world_seed: int) -> Path:
     """judge.json beside a checkpoint: `judge_section`'s rows, read by `evaluator`."""
     path = Path(directory) / ev.JUDGE_FILE
     path.write_text(json.dumps({
-        "protocol": "episode-mean Direct reward against `negatives` (the other task "
-                    "prompts, with the neutral prompts where they separate the calibration "
-                    "split better); delta = mean of the K=2 k-means centroids on the "
-                    "calibration split; success = score > delta",
+        "protocol": "per task, one calibration per length of the labelled episodes "
+                    "(`episode_ticks`; the first is the default, the judge picks the one "
+                    "nearest the judged episodes' length): episode-mean Direct reward against "
+                    "`negatives` (the other task prompts, with the neutral prompts where they "
+                    "separate the calibration split better); delta = mean of the K=2 k-means "
+                    "centroids on the calibration split; success = score > delta",
         "world_seed": world_seed, "tasks": tasks}, indent=1) + "\n")  # fmt: skip
     return path
 
@@ -335,11 +357,10 @@ def main(cfg: BenchConfig) -> dict:
     sim = S.SyntheticConfig(out="unused", height=h, width=w)
     print(f"MineCLIP {cfg.ckpt}: {handle.num_params:,} params, frames {h}x{w}; "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    judge_sim = dataclasses.replace(sim, episode_ticks=cfg.judge_ticks)
     results = {} if cfg.only_judge else _clip_and_world(handle, cfg, sim)
     if not cfg.skip_judge:
         print("Creative judge (delta calibrated on half, F1 on the held-out half):")
-        results["judge"] = judge_section(handle, cfg, judge_sim)
+        results["judge"] = judge_section(handle, cfg, sim)
         if cfg.write_judge:
             path = write_judge(cfg.write_judge, results["judge"], cfg.world_seed)
             print(f"wrote {path}")

@@ -248,31 +248,57 @@ def judge_entries(handle_or_dir) -> dict:
     return json.loads(path.read_text())["tasks"]
 
 
-def _judge_entry(handle, task_prompt: str) -> dict:
+def select_calibration(entry: dict, episode_ticks: float | None = None) -> dict:
+    """One calibration of a task's judge.json entry. An entry holds `calibrations`, one per
+    length of the labelled episodes it was calibrated on (`episode_ticks`), the first being
+    the default (the task's own episode limit, what `agents.evaluate` runs); or, as older
+    judge files do, it is one calibration itself. Returns the calibration whose episodes are
+    nearest `episode_ticks` long (by ratio: the score is a mean over the episode, so what
+    matters is the share of frames that show the goal), or the first when None."""
+    rows = entry.get("calibrations", [entry])
+    if not rows:
+        raise ValueError("this judge entry has an empty `calibrations` list: recalibrate it")
+    if episode_ticks is None or len(rows) == 1:
+        return rows[0]
+    if not np.isfinite(episode_ticks) or episode_ticks <= 0:
+        raise ValueError(f"episode_ticks must be a positive number, got {episode_ticks!r}")
+    missing = [i for i, r in enumerate(rows) if not r.get("episode_ticks")]
+    if missing:
+        raise ValueError(
+            f"calibrations {missing} of this judge entry give no `episode_ticks`, so the one "
+            "for these episodes cannot be chosen: recalibrate with "
+            "`python benchmarks/mineclip_mini.py --data DS --ckpt DIR --only-judge --write-judge DIR`"
+        )
+    return min(rows, key=lambda r: abs(np.log(episode_ticks / r["episode_ticks"])))
+
+
+def _judge_entry(handle, task_prompt: str, episode_ticks: float | None = None) -> dict:
     entries = judge_entries(handle)
     if task_prompt not in entries:
         raise KeyError(
             f"the checkpoint has no calibrated judge threshold for {task_prompt!r}; it has "
             f"{sorted(entries)}"
         )
-    return entries[task_prompt]
+    return select_calibration(entries[task_prompt], episode_ticks)
 
 
-def calibrated_threshold(handle, task_prompt: str) -> float:
+def calibrated_threshold(handle, task_prompt: str, episode_ticks: float | None = None) -> float:
     """The judge threshold delta calibrated for `task_prompt` with this checkpoint (stored in
-    its judge.json); a clear error when the checkpoint has none for that task."""
-    return float(_judge_entry(handle, task_prompt)["delta"])
+    its judge.json), on episodes nearest `episode_ticks` game ticks long (default: the task's
+    own episode limit); a clear error when the checkpoint has none for that task."""
+    return float(_judge_entry(handle, task_prompt, episode_ticks)["delta"])
 
 
-def judge_reward(handle, task_prompt: str):
+def judge_reward(handle, task_prompt: str, episode_ticks: float | None = None):
     """The reward `task_prompt`'s judge was calibrated with: a `MineCLIPReward` against the
     negatives stored in judge.json (which may add neutral prompts to the task prompts) and of
-    its reward kind. Score episodes with this one before comparing them with
-    `calibrated_threshold`: the default negatives give other scores. Checkpoint directories
-    whose judge.json stores no negatives used the default ones."""
+    its reward kind, for the calibration `calibrated_threshold` picks for `episode_ticks`.
+    Score episodes with this one before comparing them with `calibrated_threshold`: the
+    default negatives give other scores. Checkpoint directories whose judge.json stores no
+    negatives used the default ones."""
     from mineclip_jax.reward import MineCLIPReward
 
-    entry = _judge_entry(handle, task_prompt)
+    entry = _judge_entry(handle, task_prompt, episode_ticks)
     negatives = entry.get("negatives")
     return MineCLIPReward(
         handle, task_prompt, negatives=negatives, kind=entry.get("reward_kind", "direct")

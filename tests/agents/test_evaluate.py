@@ -199,6 +199,36 @@ def test_creative_judge_warns_when_episodes_differ_from_the_calibration(first_fe
         assert list(manual.judge(spec, [record(0.9, 1001)])[0]) == [True]
 
 
+def test_creative_judge_uses_the_calibration_of_the_nearest_episode_length(
+    first_feature_reward,
+):
+    import warnings
+
+    from agents.evaluate import CreativeJudge
+
+    rows = [
+        {"delta": 0.6, "episode_ticks": 1000, "negatives": ["dig a hole"]},
+        {"delta": 0.2, "episode_ticks": 100, "negatives": ["walk around"]},
+    ]
+    judge = CreativeJudge(handle=None, calibration={"find an ocean": {"calibrations": rows}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # each length has a calibration near it: no warning
+        # a score of 0.4: a success against the 100-tick delta, a failure against the 1000-tick
+        assert list(judge.judge(OCEAN_SPEC, [record(0.4, 90), record(0.1, 110)])[0]) == [
+            True,
+            False,
+        ]
+        assert FirstFeatureReward.built[-1] == ("find an ocean", ["walk around"])
+        assert list(judge.judge(OCEAN_SPEC, [record(0.4, 900)])[0]) == [False]
+        assert FirstFeatureReward.built[-1] == ("find an ocean", ["dig a hole"])
+        # 25 steps of 4 ticks: 100 ticks, the short calibration, but warned for the spacing
+    with pytest.warns(UserWarning, match=r"4 game ticks per frame against 1\).*--max-steps 25"):
+        assert list(judge.judge(OCEAN_SPEC, [record(0.4, 25)], ticks_per_step=4)[0]) == [True]
+    # far from both: the nearest (1000) is used, and the warning names its length
+    with pytest.warns(UserWarning, match=r"5000 game ticks on average against 1000\)"):
+        judge.judge(OCEAN_SPEC, [record(0.4, 5000)])
+
+
 def test_creative_judge_without_a_calibration_says_how_to_get_one():
     from agents.evaluate import CreativeJudge, EpisodeRecord
 
@@ -210,6 +240,7 @@ def test_creative_judge_without_a_calibration_says_how_to_get_one():
 
 def test_shipped_mini_judge_loads_its_calibration():
     from agents.evaluate import CreativeJudge
+    from envs import tasks
     from mineclip_jax import evaluator
 
     judge = CreativeJudge.load("mini")
@@ -219,9 +250,13 @@ def test_shipped_mini_judge_loads_its_calibration():
         "dig a hole",
         "put carpets on the floor",
     ):
-        assert judge.calibration[prompt]["delta"] == evaluator.calibrated_threshold(
-            judge.handle, prompt
-        )
+        rows = judge.calibration[prompt]["calibrations"]
+        # the default is the calibration on the task's own episode length (what evaluate runs)
+        assert rows[0]["episode_ticks"] == tasks.get(prompt).max_steps
+        for row in rows:
+            assert row["delta"] == evaluator.calibrated_threshold(
+                judge.handle, prompt, episode_ticks=row["episode_ticks"]
+            )
 
 
 def test_ppo_policy_feeds_back_previous_actions():

@@ -2,6 +2,7 @@
 checkpoint is what the evaluator reads back, and the stored negatives and delta are reproduced
 from the same episodes scored with `evaluator.judge_reward`."""
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -25,9 +26,10 @@ def test_judge_calibration_round_trips_through_judge_json(tmp_path, monkeypatch)
     features = M._features  # encoded in chunks of 128 frames, not 512: a few episodes here
     monkeypatch.setattr(M, "_features", lambda h, f, lengths: features(h, f, lengths, chunk=128))
     n = 4
-    cfg = M.BenchConfig(data="unused", ckpt=str(copy), judge_episodes=n)
-    # the episode program of tests/mineclip_jax/test_mini.py (2 episodes of 48 ticks at 48x64)
-    sim = S.SyntheticConfig(out="unused", batch=2, episode_ticks=48, height=48, width=64)
+    cfg = M.BenchConfig(data="unused", ckpt=str(copy), judge_episodes=n, judge_ticks=(48,))
+    # the episode program of tests/mineclip_jax/test_mini.py (2 episodes of 48 ticks at 48x64);
+    # the judge sets the episode length from --judge-ticks, whatever `sim` says
+    sim = S.SyntheticConfig(out="unused", batch=2, episode_ticks=160, height=48, width=64)
     rows = M.judge_section(handle, cfg, sim)
     M.write_judge(copy, rows, cfg.world_seed)
 
@@ -35,7 +37,7 @@ def test_judge_calibration_round_trips_through_judge_json(tmp_path, monkeypatch)
     split = np.random.default_rng([cfg.seed, 3]).permutation(2 * n)
     calib, held = split[:n], split[n:]
     for task in tasks:
-        row = rows[task]
+        [row] = rows[task]["calibrations"]
         reward = ev.judge_reward(handle, task)  # rebuilt from the judge.json just written
         extra = M.JUDGE_NEGATIVE_SETS[row["negative_set"]]
         assert sorted(reward.prompts) == sorted({*PAPER_TASK_PROMPTS, *extra})
@@ -44,7 +46,9 @@ def test_judge_calibration_round_trips_through_judge_json(tmp_path, monkeypatch)
         )
         scores = []
         for success in (True, False):
-            frames, _, lengths, _ = M._episodes(task, success, n, cfg.seed + 1, 2, sim)
+            sim_48 = dataclasses.replace(sim, episode_ticks=48)
+            frames, _, lengths, _ = M._episodes(task, success, n, cfg.seed + 1, 2, sim_48)
+            assert frames.shape[1] == 49
             feats = M._features(handle, frames, lengths)
             steps = np.asarray(reward.trajectory_rewards(feats)[0])
             scores.append(ev.trajectory_scores(steps, lengths))
@@ -57,3 +61,14 @@ def test_judge_calibration_round_trips_through_judge_json(tmp_path, monkeypatch)
         assert delta == pytest.approx(ev.kmeans_threshold(scores[calib]))
         f1 = ev.binary_metrics(ev.judge(scores[held], delta), labels[held]).f1
         assert row["f1_trained"] == pytest.approx(f1)
+
+
+def test_judge_episodes_default_to_each_tasks_own_limit():
+    # what agents.evaluate runs by default, so its verdicts need no --max-steps
+    for task in M.CREATIVE:
+        limit = M.envs_tasks.get(task).max_steps
+        assert M.judge_ticks(task, 0) == limit
+        assert M.judge_ticks(task, 100) == 100
+    assert M.BenchConfig(data="unused").judge_ticks[0] == 0  # the default calibration
+    with pytest.raises(ValueError, match="judge-ticks needs lengths"):
+        M.judge_section(None, M.BenchConfig(data="unused", judge_ticks=()), None)

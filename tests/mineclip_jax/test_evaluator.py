@@ -210,6 +210,39 @@ def test_calibrated_threshold_reads_the_checkpoint_judge(tmp_path):
     assert loaded.astype("bfloat16").source == loaded.source
 
 
+def test_select_calibration_picks_the_nearest_episode_length_by_ratio(tmp_path):
+    import json
+
+    rows = [{"episode_ticks": t, "delta": d} for t, d in ((1000, 0.4), (200, 0.3), (100, 0.2))]
+    entry = {"calibrations": rows}
+    assert ev.select_calibration(entry) is rows[0]  # the first: the task's own length
+    # by ratio: 140 is 1.4x 100 and 1/1.43 of 200; 150 is 1.5x 100 and 1/1.33 of 200
+    for ticks, want in ((40, 100), (140, 100), (150, 200), (440, 200), (460, 1000), (5000, 1000)):
+        assert ev.select_calibration(entry, ticks)["episode_ticks"] == want
+    old = {"delta": 0.25}  # a judge.json written before calibrations per length
+    assert ev.select_calibration(old, 300) is old
+    with pytest.raises(ValueError, match="positive"):
+        ev.select_calibration(entry, 0)
+    with pytest.raises(ValueError, match=r"calibrations \[1\].*no `episode_ticks`"):
+        ev.select_calibration({"calibrations": [rows[0], {"delta": 0.1}]}, 100)
+    with pytest.raises(ValueError, match="empty"):
+        ev.select_calibration({"calibrations": []})
+    # through a checkpoint's judge.json: delta and the reward's negatives of the same calibration
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(pool="avg"), jax.random.key(1))
+    mcj.save_checkpoint(mc, tmp_path / "m")
+    rows[2]["negatives"] = ["walk around"]
+    (tmp_path / "m" / "judge.json").write_text(json.dumps({"tasks": {"dig a hole": entry}}))
+    loaded = mcj.load_checkpoint(tmp_path / "m")
+    assert ev.calibrated_threshold(loaded, "dig a hole") == 0.4
+    assert ev.calibrated_threshold(loaded, "dig a hole", episode_ticks=90) == 0.2
+    assert ev.judge_reward(loaded, "dig a hole", episode_ticks=90).prompts == (
+        "dig a hole",
+        "walk around",
+    )
+    default = MineCLIPReward(loaded, "dig a hole").prompts
+    assert ev.judge_reward(loaded, "dig a hole", episode_ticks=900).prompts == default
+
+
 def test_trajectory_scores_ignore_nan_in_the_padding():
     rewards = np.array([[1.0, 3.0, np.nan], [2.0, np.nan, np.nan]])
     np.testing.assert_allclose(ev.trajectory_scores(rewards, [2, 1]), [2.0, 2.0])

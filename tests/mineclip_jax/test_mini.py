@@ -84,14 +84,15 @@ def test_mini_separates_a_success_from_a_failure_in_the_world():
     assert logits[0].argmax() == goal
 
     # The shipped ocean judge, on episodes of the same length (one compiled episode program for
-    # both checks). Its negatives add neutral prompts (its calibration chose them): on land they
-    # take the probability that the 12 task prompts alone give the ocean, the only landscape
-    # among them, while out at sea the ocean keeps it.
+    # both checks), with its calibration for episodes of that length (its shortest, 100 ticks).
+    # Its negatives add neutral prompts (that calibration chose them): on land they take the
+    # probability that the 12 task prompts alone give the ocean, the only landscape among them,
+    # while out at sea the ocean keeps it.
     task = "find an ocean"
-    judge = ev.judge_reward(mc, task)
+    judge = ev.judge_reward(mc, task, episode_ticks=cfg.episode_ticks)
     assert set(judge.prompts) - set(PAPER_TASK_PROMPTS)  # neutral prompts among the negatives
     tasks_only = MineCLIPReward(mc, task)
-    delta = ev.calibrated_threshold(mc, task)
+    delta = ev.calibrated_threshold(mc, task, episode_ticks=cfg.episode_ticks)
     # The oracle reaching the sea, random play in a desert.
     sea, sea_truth = S.run_episodes(cfg, by_name["ocean"], 2, 1)
     land, land_truth = S.run_episodes(cfg, by_name["random_ocean"], 2, 5)
