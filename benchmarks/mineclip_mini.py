@@ -24,7 +24,10 @@ in worlds of yet another seed (`--world-seed`), never seen in training. Prints (
    Calibration picks the negative set (the other 11 task prompts, alone or with the neutral
    prompts `NEUTRAL_PROMPTS`; the one whose episode-mean Direct reward has the higher ROC-AUC
    on the calibration half) and then delta (K=2 k-means of those scores on the calibration
-   half). `--write-judge DIR` stores delta and the negatives with the checkpoint.
+   half). This once per episode length in `--judge-ticks` (default: each task's own limit,
+   200 and 100 ticks), since the score is a mean over the episode; `--write-judge DIR` stores
+   each length's delta and negatives with the checkpoint, and the judge uses the calibration
+   nearest the judged episodes' length.
 
 Why neutral prompts: the Direct reward is a softmax over a closed set. Among the 12 task
 prompts only "find an ocean" names a landscape, so a desert, which matches none of them, gives
