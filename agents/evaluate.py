@@ -55,7 +55,7 @@ class EvaluateConfig:
     mineclip_checkpoint: str | None = None
     """Creative judge: mini (shipped), attn.pth, avg.pth or a native dir with its judge.json"""
     creative_threshold: float | None = None
-    """Creative judge delta by hand (default: the checkpoint's calibrated one)"""
+    """Creative judge delta by hand (default: the checkpoint's, calibrated nearest the episodes' length)"""
     human_labels: Path | None = None  # Creative: CSV task_id,episode,label (1/0) for the F1
     creative_path: Path | None = None  # MineDojo's creative_tasks.yaml or its directory
     env_options: tuple[str, ...] = ()  # backend options key=value, e.g. jar=/path/Malmo.jar
@@ -461,6 +461,17 @@ class CreativeJudge:
             )
         return float(entry["delta"]), negatives
 
+    def calibration_used(
+        self, spec, records: Sequence[EpisodeRecord], ticks_per_step: int = 1
+    ) -> tuple[float, int | None]:
+        """(delta, game ticks per episode of the stored calibration it comes from) that `judge`
+        applies to these episodes; the ticks are None for a delta given by hand."""
+        judged = self.judged_ticks(records, ticks_per_step)
+        delta, _ = self._delta_and_negatives(spec, judged)
+        if self.threshold is not None:
+            return delta, None
+        return delta, (self._calibration(spec, judged) or {}).get("episode_ticks")
+
     @staticmethod
     def judged_ticks(records: Sequence[EpisodeRecord], ticks_per_step: int = 1) -> float:
         """Game ticks of the judged episodes, on average: what picks the calibration."""
@@ -582,7 +593,7 @@ def evaluate_task(
         )
     finally:
         env.close()
-    f1 = None
+    f1 = delta = calibration_ticks = None
     judge = "programmatic"
     if spec.category == "creative":
         if creative_judge is None:
@@ -590,9 +601,9 @@ def evaluate_task(
                 f"{spec.id} is a Creative task: it has no programmatic success, so pass --mineclip-checkpoint"
                 " to judge it with MineCLIP"
             )
-        successes, f1 = creative_judge.judge(
-            spec, records, ticks_per_step=int(options.get("action_repeat", 1))
-        )
+        ticks_per_step = int(options.get("action_repeat", 1))
+        successes, f1 = creative_judge.judge(spec, records, ticks_per_step=ticks_per_step)
+        delta, calibration_ticks = creative_judge.calibration_used(spec, records, ticks_per_step)
         records = [
             dataclasses.replace(r, success=bool(s)) for r, s in zip(records, successes, strict=True)
         ]
@@ -608,6 +619,8 @@ def evaluate_task(
         mean_length=float(np.mean([r.length for r in records])),
         judge=judge,
         f1=f1,
+        judge_delta=delta,
+        judge_calibration_ticks=calibration_ticks,
     )
     return result, records
 

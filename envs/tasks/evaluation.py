@@ -68,6 +68,9 @@ class TaskResult(SuccessCount):
     mean_length: float = 0.0  # steps per episode, averaged
     judge: Judge = "programmatic"  # who decided success: the task's check or the MineCLIP evaluator
     f1: float | None = None  # creative: MineCLIP's agreement with human labels, when given
+    judge_delta: float | None = None  # creative: the MineCLIP threshold that decided success
+    judge_calibration_ticks: int | None = None  # creative: episode length (game ticks) of the
+    # stored calibration that delta comes from; None with a delta given by hand
 
     def __post_init__(self):
         if self.episodes <= 0 or not 0 <= self.successes <= self.episodes:
@@ -90,7 +93,10 @@ _CSV_FIELDS = (
     "mean_length",
     "judge",
     "f1",
+    "judge_delta",
+    "judge_calibration_ticks",
 )
+_OPTIONAL_CSV_FIELDS = frozenset({"judge_delta", "judge_calibration_ticks"})  # newer columns
 
 
 def write_csv(results: Iterable[TaskResult], path: str | os.PathLike) -> Path:
@@ -117,6 +123,8 @@ def write_csv(results: Iterable[TaskResult], path: str | os.PathLike) -> Path:
                     "mean_length": repr(float(r.mean_length)),
                     "judge": r.judge,
                     "f1": "" if r.f1 is None else repr(float(r.f1)),
+                    "judge_delta": "" if r.judge_delta is None else repr(float(r.judge_delta)),
+                    "judge_calibration_ticks": r.judge_calibration_ticks or "",
                 }
             )
     return path
@@ -126,7 +134,7 @@ def read_csv(path: str | os.PathLike) -> list[TaskResult]:
     """Results written by ``write_csv`` (derived columns are recomputed, not read)."""
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        missing = set(_CSV_FIELDS) - set(reader.fieldnames or ())
+        missing = set(_CSV_FIELDS) - _OPTIONAL_CSV_FIELDS - set(reader.fieldnames or ())
         if missing:
             raise ValueError(f"{path} is not a results table: missing columns {sorted(missing)}")
         return [
@@ -141,6 +149,12 @@ def read_csv(path: str | os.PathLike) -> list[TaskResult]:
                 mean_length=float(row["mean_length"]),
                 judge=row["judge"],
                 f1=float(row["f1"]) if row["f1"] else None,
+                judge_delta=float(row["judge_delta"]) if row.get("judge_delta") else None,
+                judge_calibration_ticks=(
+                    int(row["judge_calibration_ticks"])
+                    if row.get("judge_calibration_ticks")
+                    else None
+                ),
             )
             for row in reader
         ]
@@ -159,7 +173,16 @@ def markdown_table(results: Sequence[TaskResult], title: str | None = None) -> s
     ]
     for r in results:
         low, high = r.interval
-        judge = r.judge if r.f1 is None else f"{r.judge} (F1 {r.f1:.2f})"
+        judge = r.judge
+        if r.judge_delta is not None:
+            made = (
+                f"{r.judge_calibration_ticks}-tick calibration"
+                if r.judge_calibration_ticks
+                else "by hand"
+            )
+            judge += f" (delta {r.judge_delta:.3f}, {made})"
+        if r.f1 is not None:
+            judge += f" (F1 {r.f1:.2f})"
         lines.append(
             f"| `{r.task_id}` | {r.category} | {r.backend} | {r.episodes} | {_pct(r.success_rate)} "
             f"| [{_pct(low)}, {_pct(high)}] | {r.mean_return:.2f} | {r.mean_length:.1f} | {judge} |"

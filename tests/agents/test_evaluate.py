@@ -227,6 +227,11 @@ def test_creative_judge_uses_the_calibration_of_the_nearest_episode_length(
     # far from both: the nearest (1000) is used, and the warning names its length
     with pytest.warns(UserWarning, match=r"5000 game ticks on average against 1000\)"):
         judge.judge(OCEAN_SPEC, [record(0.4, 5000)])
+    # what the report states: the delta applied and its calibration's length (none by hand)
+    assert judge.calibration_used(OCEAN_SPEC, [record(0.4, 90)]) == (0.2, 100)
+    assert judge.calibration_used(OCEAN_SPEC, [record(0.4, 100)], ticks_per_step=8) == (0.6, 1000)
+    manual = CreativeJudge(handle=None, calibration=judge.calibration, threshold=0.3)
+    assert manual.calibration_used(OCEAN_SPEC, [record(0.4, 90)]) == (0.3, None)
 
 
 def test_creative_judge_without_a_calibration_says_how_to_get_one():
@@ -333,7 +338,16 @@ def test_creative_task_is_rendered_at_the_judges_frame_size_and_judged(tmp_path)
         report = evaluate(cfg)
     (result,) = report.results
     assert (result.judge, result.episodes) == ("mineclip", 2)
+    # judged with the stored calibration nearest its 5-frame episodes (the 100-tick one), and
+    # the report says so
+    from mineclip_jax import evaluator
+
     judge = CreativeJudge.load("mini")
+    assert result.judge_calibration_ticks == 100
+    assert result.judge_delta == evaluator.calibrated_threshold(
+        judge.handle, "find an ocean", episode_ticks=100
+    )
+    assert f"(delta {result.judge_delta:.3f}, 100-tick calibration)" in report.markdown.read_text()
     assert judge.frame_size_options({}, "random") == {"height": 48, "width": 64}
     assert judge.frame_size_options({"height": 48, "width": 64}, "r") == {"height": 48, "width": 64}
     spec = resolve_tasks(cfg)[0][0]

@@ -61,6 +61,31 @@ def _results():
             "mineclip",
             0.875,
         ),
+        TaskResult(
+            "creative:7",
+            "Dig a hole",
+            "creative",
+            "voxel",
+            10,
+            4,
+            0.0,
+            200.0,
+            "mineclip",
+            judge_delta=0.4316,
+            judge_calibration_ticks=200,
+        ),
+        TaskResult(
+            "creative:8",
+            "Find a portal",
+            "creative",
+            "voxel",
+            10,
+            1,
+            0.0,
+            90.0,
+            "mineclip",
+            judge_delta=0.5,
+        ),  # fmt: skip
     ]
 
 
@@ -87,8 +112,23 @@ def test_markdown_table(tmp_path):
         in lines
     )
     assert "mineclip (F1 0.88)" in text
-    assert "Mean success rate over 3 tasks: 30.7%." in text
+    # the judge's threshold and the calibration it comes from (or that it was given by hand)
+    assert "| mineclip (delta 0.432, 200-tick calibration) |" in text
+    assert "| mineclip (delta 0.500, by hand) |" in text
+    # (37/100 + 0/10 + 11/20 + 4/10 + 1/10) / 5 = 1.42 / 5
+    assert "Mean success rate over 5 tasks: 28.4%." in text
     assert write_markdown(results, tmp_path / "t.md").read_text() == markdown_table(results)
+
+
+def test_csv_without_the_judge_calibration_columns_still_reads(tmp_path):
+    # results.csv files written before the judge's delta and calibration length were recorded
+    path = write_csv(_results(), tmp_path / "t.csv")
+    lines = path.read_text().splitlines()
+    old = [",".join(line.split(",")[:-2]) for line in lines]
+    path.write_text("\n".join(old) + "\n")
+    back = read_csv(path)
+    assert [r.judge_delta for r in back] == [None] * len(back)
+    assert [r.f1 for r in back] == [r.f1 for r in _results()]
 
 
 def test_result_validation():
