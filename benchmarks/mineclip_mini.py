@@ -74,7 +74,7 @@ class BenchConfig:
     judge_episodes: int = 100  # successes and failures per Creative task for the judge.
     judge_ticks: tuple[int, ...] = (0, 200, 100)  # game ticks per judge episode, one calibration
     # per length; 0: each task's own episode limit (find an ocean, a portal, carpets 1000, dig
-    # 500), what `agents.evaluate` runs by default. The first is the default calibration.
+    # 500), what `agents.evaluate` runs by default.
     max_clips: int = 1024  # test clips for retrieval (>= 256).
     seed: int = 0  # seed of the episodes and of the random-weights baseline.
     write_judge: str = ""  # directory to write judge.json into (the checkpoint's), or "".
@@ -344,8 +344,8 @@ def write_judge(directory, tasks: dict, world_seed: int) -> Path:
     path = Path(directory) / ev.JUDGE_FILE
     path.write_text(json.dumps({
         "protocol": "per task, one calibration per length of the labelled episodes "
-                    "(`episode_ticks`; the first is the default, the judge picks the one "
-                    "nearest the judged episodes' length): episode-mean Direct reward against "
+                    "(`episode_ticks`; the judge picks the one nearest the judged episodes' "
+                    "length): episode-mean Direct reward against "
                     "`negatives` (the other task prompts, with the neutral prompts where they "
                     "separate the calibration split better); delta = mean of the K=2 k-means "
                     "centroids on the calibration split; success = score > delta",

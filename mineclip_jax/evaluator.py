@@ -250,19 +250,25 @@ def judge_entries(handle_or_dir) -> dict:
 
 def select_calibration(entry: dict, episode_ticks: float | None = None) -> dict:
     """One calibration of a task's judge.json entry. An entry holds `calibrations`, one per
-    length of the labelled episodes it was calibrated on (`episode_ticks`), the first being
-    the default (the task's own episode limit, what `agents.evaluate` runs); or, as older
-    judge files do, it is one calibration itself. Returns the calibration whose episodes are
-    nearest `episode_ticks` long (by ratio: the score is a mean over the episode, so what
-    matters is the share of frames that show the goal), or the first when None."""
+    length of the labelled episodes it was calibrated on (`episode_ticks`); or, as older judge
+    files do, it is one calibration itself. Returns the calibration whose episodes are nearest
+    `episode_ticks` long (by ratio: the score is a mean over the episode, so what matters is the
+    share of frames that show the goal). `episode_ticks` may be left out only when there is
+    one calibration: with several, no length is right for every episode."""
     rows = entry.get("calibrations", [entry])
     if not rows:
         raise ValueError("this judge entry has an empty `calibrations` list: recalibrate it")
-    if episode_ticks is None or len(rows) == 1:
+    if len(rows) == 1:
         return rows[0]
+    have = [r.get("episode_ticks") for r in rows]
+    if episode_ticks is None:
+        raise ValueError(
+            f"this judge was calibrated on episodes of {have} game ticks; pass episode_ticks= "
+            "(the judged episodes' length) to pick the calibration nearest it"
+        )
     if not np.isfinite(episode_ticks) or episode_ticks <= 0:
         raise ValueError(f"episode_ticks must be a positive number, got {episode_ticks!r}")
-    missing = [i for i, r in enumerate(rows) if not r.get("episode_ticks")]
+    missing = [i for i, ticks in enumerate(have) if not ticks]
     if missing:
         raise ValueError(
             f"calibrations {missing} of this judge entry give no `episode_ticks`, so the one "
@@ -284,8 +290,8 @@ def _judge_entry(handle, task_prompt: str, episode_ticks: float | None = None) -
 
 def calibrated_threshold(handle, task_prompt: str, episode_ticks: float | None = None) -> float:
     """The judge threshold delta calibrated for `task_prompt` with this checkpoint (stored in
-    its judge.json), on episodes nearest `episode_ticks` game ticks long (default: the task's
-    own episode limit); a clear error when the checkpoint has none for that task."""
+    its judge.json), on episodes nearest `episode_ticks` game ticks long (needed when it has
+    several calibrations); a clear error when the checkpoint has none for that task."""
     return float(_judge_entry(handle, task_prompt, episode_ticks)["delta"])
 
 

@@ -69,6 +69,6 @@ def test_judge_episodes_default_to_each_tasks_own_limit():
         limit = M.envs_tasks.get(task).max_steps
         assert M.judge_ticks(task, 0) == limit
         assert M.judge_ticks(task, 100) == 100
-    assert M.BenchConfig(data="unused").judge_ticks[0] == 0  # the default calibration
+    assert 0 in M.BenchConfig(data="unused").judge_ticks  # calibrated by default
     with pytest.raises(ValueError, match="judge-ticks needs lengths"):
         M.judge_section(None, M.BenchConfig(data="unused", judge_ticks=()), None)

@@ -215,7 +215,8 @@ def test_select_calibration_picks_the_nearest_episode_length_by_ratio(tmp_path):
 
     rows = [{"episode_ticks": t, "delta": d} for t, d in ((1000, 0.4), (200, 0.3), (100, 0.2))]
     entry = {"calibrations": rows}
-    assert ev.select_calibration(entry) is rows[0]  # the first: the task's own length
+    with pytest.raises(ValueError, match=r"episodes of \[1000, 200, 100\].*pass episode_ticks="):
+        ev.select_calibration(entry)  # several lengths: no silent default
     # by ratio: 140 is 1.4x 100 and 1/1.43 of 200; 150 is 1.5x 100 and 1/1.33 of 200
     for ticks, want in ((40, 100), (140, 100), (150, 200), (440, 200), (460, 1000), (5000, 1000)):
         assert ev.select_calibration(entry, ticks)["episode_ticks"] == want
@@ -233,7 +234,7 @@ def test_select_calibration_picks_the_nearest_episode_length_by_ratio(tmp_path):
     rows[2]["negatives"] = ["walk around"]
     (tmp_path / "m" / "judge.json").write_text(json.dumps({"tasks": {"dig a hole": entry}}))
     loaded = mcj.load_checkpoint(tmp_path / "m")
-    assert ev.calibrated_threshold(loaded, "dig a hole") == 0.4
+    assert ev.calibrated_threshold(loaded, "dig a hole", episode_ticks=1000) == 0.4
     assert ev.calibrated_threshold(loaded, "dig a hole", episode_ticks=90) == 0.2
     assert ev.judge_reward(loaded, "dig a hole", episode_ticks=90).prompts == (
         "dig a hole",
