@@ -635,7 +635,7 @@ def _write_episodes(rows: list[dict], path: Path) -> None:
 
 def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
     """Evaluate ``cfg.policy`` on ``cfg``'s tasks; write tables and videos under ``cfg.out_dir``."""
-    from envs.tasks.evaluation import write_csv, write_markdown
+    from envs.tasks.evaluation import judge_text, write_csv, write_markdown
 
     specs, unresolved = resolve_tasks(cfg)
     runnable, skipped = split_supported(specs, cfg.backend)
@@ -688,9 +688,11 @@ def evaluate(cfg: EvaluateConfig) -> EvaluationReport:
                 video = out / "videos" / _video_name(spec.id, recorded)
                 videos.append(write_video(record.frames, video, cfg.video_fps))
                 recorded += 1
+        judged_by = "" if result.judge == "programmatic" else f"; judge: {judge_text(result)}"
         print(
             f"{spec.id}: {result.successes}/{result.episodes} successes "
-            f"({100 * result.success_rate:.1f}%, 95% CI {100 * result.interval[0]:.1f}-{100 * result.interval[1]:.1f})"
+            f"({100 * result.success_rate:.1f}%, 95% CI {100 * result.interval[0]:.1f}-{100 * result.interval[1]:.1f}"
+            f"{judged_by})"
         )
     title = f"Success rates: policy {cfg.policy}, backend {cfg.backend}, {cfg.episodes} episodes per task"
     markdown = write_markdown(results, out / "results.md", title=title)

@@ -164,6 +164,22 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def judge_text(result: TaskResult) -> str:
+    """Who decided success, with the MineCLIP judge's delta and the calibration it came from
+    (or "by hand") and its F1 against human labels when known."""
+    text = result.judge
+    if result.judge_delta is not None:
+        made = (
+            f"{result.judge_calibration_ticks}-tick calibration"
+            if result.judge_calibration_ticks
+            else "by hand"
+        )
+        text += f" (delta {result.judge_delta:.3f}, {made})"
+    if result.f1 is not None:
+        text += f" (F1 {result.f1:.2f})"
+    return text
+
+
 def markdown_table(results: Sequence[TaskResult], title: str | None = None) -> str:
     """A Markdown table of success rates (percent) with 95% Wilson intervals, plus the mean."""
     lines = [f"## {title}", ""] if title else []
@@ -173,16 +189,7 @@ def markdown_table(results: Sequence[TaskResult], title: str | None = None) -> s
     ]
     for r in results:
         low, high = r.interval
-        judge = r.judge
-        if r.judge_delta is not None:
-            made = (
-                f"{r.judge_calibration_ticks}-tick calibration"
-                if r.judge_calibration_ticks
-                else "by hand"
-            )
-            judge += f" (delta {r.judge_delta:.3f}, {made})"
-        if r.f1 is not None:
-            judge += f" (F1 {r.f1:.2f})"
+        judge = judge_text(r)
         lines.append(
             f"| `{r.task_id}` | {r.category} | {r.backend} | {r.episodes} | {_pct(r.success_rate)} "
             f"| [{_pct(low)}, {_pct(high)}] | {r.mean_return:.2f} | {r.mean_length:.1f} | {judge} |"

@@ -316,7 +316,7 @@ def test_parse_env_options():
         parse_env_options(["jar"])
 
 
-def test_creative_task_is_rendered_at_the_judges_frame_size_and_judged(tmp_path):
+def test_creative_task_is_rendered_at_the_judges_frame_size_and_judged(tmp_path, capsys):
     """A random policy's Creative episodes, judged by the shipped mini: the world renders the
     48x64 frames the judge was calibrated on (not the 160x256 default), and a frame size the
     run fixes otherwise is refused before any episode runs."""
@@ -347,7 +347,9 @@ def test_creative_task_is_rendered_at_the_judges_frame_size_and_judged(tmp_path)
     assert result.judge_delta == evaluator.calibrated_threshold(
         judge.handle, "find an ocean", episode_ticks=100
     )
-    assert f"(delta {result.judge_delta:.3f}, 100-tick calibration)" in report.markdown.read_text()
+    judged = f"mineclip (delta {result.judge_delta:.3f}, 100-tick calibration)"
+    assert f"| {judged} |" in report.markdown.read_text()
+    assert f"; judge: {judged})" in capsys.readouterr().out  # and the printed summary
     assert judge.frame_size_options({}, "random") == {"height": 48, "width": 64}
     assert judge.frame_size_options({"height": 48, "width": 64}, "r") == {"height": 48, "width": 64}
     spec = resolve_tasks(cfg)[0][0]
