@@ -444,13 +444,15 @@ class CreativeJudge:
         entry = (self.calibration or {}).get(spec.prompt)
         return None if entry is None else evaluator.select_calibration(entry, judged_ticks)
 
-    def _delta_and_negatives(
-        self, spec, judged_ticks: float | None = None
-    ) -> tuple[float, Sequence[str] | None]:
+    def _decision(
+        self, spec, judged_ticks: float
+    ) -> tuple[float, Sequence[str] | None, int | None]:
+        """(delta, negatives, episode ticks of the calibration delta comes from; None when
+        delta was given by hand) for episodes of `judged_ticks` game ticks on average."""
         entry = self._calibration(spec, judged_ticks)
         negatives = None if entry is None else entry.get("negatives")
         if self.threshold is not None:
-            return float(self.threshold), negatives
+            return float(self.threshold), negatives, None
         if entry is None:
             have = sorted(self.calibration) if self.calibration else "none"
             raise ValueError(
@@ -459,18 +461,15 @@ class CreativeJudge:
                 "trajectories (`python benchmarks/mineclip_mini.py --data DS --ckpt DIR "
                 "--write-judge DIR` does it) or pass --creative-threshold DELTA"
             )
-        return float(entry["delta"]), negatives
+        return float(entry["delta"]), negatives, entry.get("episode_ticks")
 
     def calibration_used(
         self, spec, records: Sequence[EpisodeRecord], ticks_per_step: int = 1
     ) -> tuple[float, int | None]:
         """(delta, game ticks per episode of the stored calibration it comes from) that `judge`
         applies to these episodes; the ticks are None for a delta given by hand."""
-        judged = self.judged_ticks(records, ticks_per_step)
-        delta, _ = self._delta_and_negatives(spec, judged)
-        if self.threshold is not None:
-            return delta, None
-        return delta, (self._calibration(spec, judged) or {}).get("episode_ticks")
+        delta, _, ticks = self._decision(spec, self.judged_ticks(records, ticks_per_step))
+        return delta, ticks
 
     @staticmethod
     def judged_ticks(records: Sequence[EpisodeRecord], ticks_per_step: int = 1) -> float:
@@ -522,9 +521,7 @@ class CreativeJudge:
             warnings.warn(mismatch, stacklevel=2)
         if not records:
             raise ValueError(f"{spec.id}: no episodes to judge")
-        delta, negatives = self._delta_and_negatives(
-            spec, self.judged_ticks(records, ticks_per_step)
-        )
+        delta, negatives, _ = self._decision(spec, self.judged_ticks(records, ticks_per_step))
         lengths = np.array([len(r.features) for r in records])
         padded = np.zeros((len(records), lengths.max(), records[0].features.shape[-1]), np.float32)
         for i, r in enumerate(records):

@@ -284,8 +284,7 @@ def _judge_calibration(handle, baseline, task: str, cfg: BenchConfig, sim) -> di
             row["calibration_auc"] = calibration_auc
             # Diagnostics on the held-out half: how well the scores separate at all, and the
             # F1 of the best threshold there (an upper bound for any threshold rule).
-            pos, neg = scores[held][labels[held]], scores[held][~labels[held]]
-            row["auc_heldout"] = roc_auc(pos, neg)
+            row["auc_heldout"] = ev.roc_auc(scores[held], labels[held])
             row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
                 scores[held], labels[held]
             )
