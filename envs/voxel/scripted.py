@@ -130,7 +130,10 @@ def oracle_action(state, params, mode):
     near = dist_h < jnp.where(mode == MODE_GOTO, 0.3, 1.8)
     facing = jnp.abs((want_yaw - p.yaw + 180.0) % 360.0 - 180.0) < 30.0
     walk = (~near & facing & ~(mode == MODE_DIG)) | (mode == MODE_PLACE)
-    jump = walk & (blocked | in_water)
+    # Swim up whenever in water, walking or not: a player who has reached the ocean (or a
+    # mob by a river) stays afloat; jumping only while walking, the oracle stood still at
+    # its goal, sank to the sea floor and drowned (65 of 100 ocean oracles in 1,000 ticks).
+    jump = (walk & blocked) | in_water
     strafe = jnp.where(walk & tree, 2, 0)
     # Laying carpet, the player walks on blind: a wall too high to jump turns it 90 degrees
     # (else it jumps against the wall to the end of the episode, placing nothing).

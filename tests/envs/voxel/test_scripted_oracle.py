@@ -8,6 +8,7 @@ import pytest
 
 from envs import spaces, tasks
 from envs.voxel import scripted
+from envs.voxel import tables as T
 from tests.envs.voxel import helpers as H
 
 OCEAN_Z = 24  # the hand-built ocean: every column with z >= OCEAN_Z
@@ -73,6 +74,26 @@ def test_oracle_heads_for_the_ocean_centre_once_in_it():
     state = H.place_player(state, (3.5, H.GROUND + 1, OCEAN_Z + 1.5))
     target = np.asarray(scripted._target_point(state, params))
     np.testing.assert_allclose(target[[0, 2]], [xs.mean() + 0.5, zs.mean() + 0.5], rtol=1e-6)
+
+
+def test_oracle_stays_afloat_at_the_ocean_centre():
+    # Real water 5 deep under the ocean strip; the player starts in it at the ocean's centre,
+    # where the oracle stops walking. It must keep swimming up: standing still it would sink to
+    # the floor and drown (its oxygen lasts 300 ticks under water).
+    state, params, ocean = _ocean_world()
+    blocks = np.array(state.blocks)
+    floor = H.GROUND - 4
+    blocks[:, floor : H.GROUND + 1, OCEAN_Z:] = T.B["water"]
+    state = state.replace(blocks=jnp.asarray(blocks))
+    xs, zs = np.nonzero(ocean)
+    state = H.place_player(state, (xs.mean() + 0.5, H.GROUND - 0.5, zs.mean() + 0.5))
+    out = H.run(state, params, oracle_mode=scripted.MODE_GOTO)
+    assert not out.done
+    assert out.health[-1] == out.health[0]
+    # Over the last 200 ticks the feet stay within 1.5 blocks of the surface (y = GROUND + 1),
+    # never near the floor, and the head is out often enough that oxygen never runs low.
+    assert out.pos[-200:, 1].min() > H.GROUND - 0.5, out.pos[-200:, 1].min()
+    assert float(out.state.player.oxygen) > 250.0
 
 
 @pytest.mark.parametrize("height, yaw_bin, jump", [(0, 12, 0), (1, 12, 1), (2, 18, 1)])
