@@ -234,6 +234,53 @@ def test_creative_judge_uses_the_calibration_of_the_nearest_episode_length(
     assert manual.calibration_used(OCEAN_SPEC, [record(0.4, 90)]) == (0.3, None)
 
 
+def test_creative_judge_warns_when_its_calibration_judged_poorly(first_feature_reward):
+    import warnings
+
+    from agents.evaluate import CreativeJudge
+
+    rows = [
+        {"delta": 0.6, "episode_ticks": 1000, "f1_trained": 0.73},
+        {"delta": 0.4, "episode_ticks": 200, "f1_trained": 0.989},
+        {"delta": 0.2, "episode_ticks": 100, "f1_trained": 0.95},
+    ]
+    judge = CreativeJudge(handle=None, calibration={"find an ocean": {"calibrations": rows}})
+    weak = r"1000-tick calibration agreed .* F1 0\.730 .* 200-tick calibration at 0\.989"
+    with pytest.warns(UserWarning, match=weak + r".*--max-steps 200\)"):
+        # the verdicts are still the 1000-tick calibration's (0.7 > 0.6 > 0.5)
+        assert list(judge.judge(OCEAN_SPEC, [record(0.7, 1000), record(0.5, 900)])[0]) == [
+            True,
+            False,
+        ]
+    # 250 steps of 4 ticks: the 1000-tick calibration, the advice in steps of 4 ticks
+    with pytest.warns(UserWarning, match=weak + r".*--max-steps 50\)"):
+        judge.judge(OCEAN_SPEC, [record(0.7, 250)], ticks_per_step=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        judge.judge(OCEAN_SPEC, [record(0.7, 200)])  # the best calibration
+        judge.judge(OCEAN_SPEC, [record(0.7, 100)])  # 0.95: reliable, though not the best
+        # a hand-given delta, or a file without held-out F1s: nothing to say
+        CreativeJudge(None, calibration=judge.calibration, threshold=0.5).judge(
+            OCEAN_SPEC, [record(0.7, 1000)]
+        )
+        plain = [{k: v for k, v in row.items() if k != "f1_trained"} for row in rows]
+        CreativeJudge(None, calibration={"find an ocean": {"calibrations": plain}}).judge(
+            OCEAN_SPEC, [record(0.7, 1000)]
+        )
+        # every length weak, and this one the best of them: no better length to advise
+        low = [{**rows[0], "f1_trained": 0.8}, {**rows[2], "f1_trained": 0.7}]
+        low_judge = CreativeJudge(None, calibration={"find an ocean": {"calibrations": low}})
+        low_judge.judge(OCEAN_SPEC, [record(0.7, 1000)])
+        # an older judge.json: one calibration per prompt, so no other length to advise
+        single = {"find an ocean": {"delta": 0.5, "episode_ticks": 100, "f1_trained": 0.7}}
+        CreativeJudge(None, calibration=single).judge(OCEAN_SPEC, [record(0.7, 100)])
+    with pytest.warns(
+        UserWarning,
+        match=r"judge's 100-tick calibration agreed .* F1 0\.700 .* 1000-tick calibration at 0\.800",
+    ):
+        low_judge.judge(OCEAN_SPEC, [record(0.7, 100)])
+
+
 def test_creative_judge_without_a_calibration_says_how_to_get_one():
     from agents.evaluate import CreativeJudge, EpisodeRecord
 
