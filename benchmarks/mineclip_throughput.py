@@ -72,7 +72,10 @@ figures are medians of 12-15 alternating rounds of one ViT-B/16 block at batch 8
 * Quiet reruns of the fp32 image encoder by batch (`--only-image --skip-bf16 --rounds 8`,
   nothing else running, 2026-12-06; wall, median of the rounds): 1 frame per call 1.30x (load
   1.7); 8 frames 1.08x, 1.15x, 1.19x in three runs (load 0.8-1.8); 16 frames 1.27x and 1.32x
-  (load 1.4-1.8). JAX's per-frame time is about the same at every batch; torch's is lowest at 8.
+  (load 1.4-1.8). The evening, 8-12 rounds: 8 frames 0.98x and 0.99x (load 0.6-1.6), 16 frames
+  1.20x, 1 frame 1.15x (load 1.6-1.9). JAX's per-frame time is about the same at every batch;
+  torch's is lowest at 8. At 8, JAX's own time per frame is bimodal round to round (148-150
+  or 164-175 ms, nothing else running), which decides most of a run's ratio.
 * Batch (`--frame-batch`, 3 rounds each, load 4.5-5.9): JAX CPU-s per frame 0.339 at 1 frame
   per call, 0.303 at 8, 0.248 at 16; torch 1.81 at 1 (its single-frame path costs 4x its
   per-frame cost at 8, so JAX is 5.4x there; not investigated), 0.446 at 8, 0.349 at 16.
