@@ -521,8 +521,9 @@ class CreativeJudge:
             return None
         if used["f1_trained"] >= RELIABLE_JUDGE_F1:
             return None
-        entry = self.calibration[spec.prompt]
-        rows = entry.get("calibrations") or [entry]  # an older file: one calibration
+        from mineclip_jax import evaluator
+
+        rows = evaluator.calibrations(self.calibration[spec.prompt])
         best = max(rows, key=lambda row: row.get("f1_trained", -1.0))
         if best.get("f1_trained", -1.0) <= used["f1_trained"]:
             return None

@@ -248,6 +248,12 @@ def judge_entries(handle_or_dir) -> dict:
     return json.loads(path.read_text())["tasks"]
 
 
+def calibrations(entry: dict) -> list[dict]:
+    """The calibrations of a task's judge.json entry: its `calibrations` list (one per length of
+    the labelled episodes), or the entry itself as the one calibration of an older file."""
+    return entry.get("calibrations", [entry])
+
+
 def select_calibration(entry: dict, episode_ticks: float | None = None) -> dict:
     """One calibration of a task's judge.json entry. An entry holds `calibrations`, one per
     length of the labelled episodes it was calibrated on (`episode_ticks`); or, as older judge
@@ -255,7 +261,7 @@ def select_calibration(entry: dict, episode_ticks: float | None = None) -> dict:
     `episode_ticks` long (by ratio: the score is a mean over the episode, so what matters is the
     share of frames that show the goal). `episode_ticks` may be left out only when there is
     one calibration: with several, no length is right for every episode."""
-    rows = entry.get("calibrations", [entry])
+    rows = calibrations(entry)
     if not rows:
         raise ValueError("this judge entry has an empty `calibrations` list: recalibrate it")
     if len(rows) == 1:
