@@ -8,8 +8,8 @@
 Each task runs ``episodes`` episodes (100 by default, as the paper recommends) on ``num_envs``
 parallel envs of the chosen backend. Programmatic tasks are judged by their own success check;
 Creative tasks by MineCLIP (paper appendix G.4: per-trajectory mean reward against the threshold
-calibrated once by K=2 k-means on labelled trajectories and stored with the checkpoint),
-with binary F1 against human labels when a label file is given. Writes ``results.md``,
+calibrated once by K=2 k-means on labelled trajectories and stored with the checkpoint; to
+calibrate one, see `mineclip_jax.judge`: `python -m mineclip_jax.judge`), with binary F1 against human labels when a label file is given. Writes ``results.md``,
 ``results.csv`` and ``videos/`` under ``out_dir``.
 """
 
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import os
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +25,11 @@ import numpy as np
 
 from agents.episodes import step_episodes
 from envs.video import write_video
+from mineclip_jax.judge import (  # the judge lives in mineclip_jax; re-exported here
+    RELIABLE_JUDGE_F1,  # noqa: F401
+    CreativeJudge,
+    read_human_labels,  # noqa: F401
+)
 
 # (batched obs, rng, is_first [N]: the obs starts an episode) -> actions [N, 8]
 Policy = Callable[[Mapping[str, np.ndarray], np.random.Generator, np.ndarray], np.ndarray]
@@ -368,211 +371,8 @@ def split_supported(specs: Sequence, backend: str) -> tuple[list, list[tuple[str
 # ---------------------------------------------------------------------------------------------
 
 
-def read_human_labels(path: str | os.PathLike) -> dict[tuple[str, int], bool]:
-    """Human labels from a CSV with columns ``task_id,episode,label`` (label 1 = success, 0 = failure)."""
-    labels: dict[tuple[str, int], bool] = {}
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if not {"task_id", "episode", "label"} <= set(reader.fieldnames or ()):
-            raise ValueError(f"{path}: a human label file needs the columns task_id,episode,label")
-        for row in reader:
-            label = row["label"].strip().lower()
-            if label not in ("0", "1", "true", "false"):
-                raise ValueError(f"{path}: label must be 0/1 or true/false, got {row['label']!r}")
-            labels[(row["task_id"], int(row["episode"]))] = label in ("1", "true")
-    return labels
-
-
-# A judge calibration whose held-out F1 is below this agrees too little with the ground truth to
-# be trusted (the MineCLIP-mini issue's goal for Table 2 in miniature).
-RELIABLE_JUDGE_F1 = 0.9
-
-
-@dataclasses.dataclass(frozen=True)
-class CreativeJudge:
-    """MineCLIP as the success judge of Creative tasks (``mineclip_jax.evaluator``, paper G.4).
-
-    An episode succeeds when its mean Direct MineCLIP reward for the task prompt exceeds the
-    threshold delta calibrated once, on labelled trajectories, for that checkpoint and prompt
-    (stored in the checkpoint's ``judge.json``; ``threshold`` overrides it). Delta is never
-    fitted on the judged policy's own episodes: that would call part of any policy's episodes
-    successes (a random policy's too) and never all of a perfect policy's."""
-
-    handle: Any  # a loaded MineCLIP (mineclip_jax.MineCLIPHandle)
-    labels: Mapping[tuple[str, int], bool] | None = None  # human labels by (task id, episode)
-    calibration: Mapping[str, Mapping[str, Any]] | None = None  # judge.json tasks by prompt
-    threshold: float | None = None  # a delta given by hand: overrides the calibration
-
-    @classmethod
-    def load(
-        cls,
-        checkpoint: str | os.PathLike,
-        labels_path: str | os.PathLike | None = None,
-        threshold: float | None = None,
-    ) -> CreativeJudge:
-        import mineclip_jax as mcj
-        from mineclip_jax import evaluator
-
-        labels = read_human_labels(labels_path) if labels_path is not None else None
-        handle = mcj.load_checkpoint(checkpoint)
-        try:
-            calibration = evaluator.judge_entries(handle)
-        except (FileNotFoundError, ValueError):
-            calibration = None  # an uncalibrated checkpoint: `judge` says what to do
-        return cls(handle, labels, calibration, threshold)
-
-    def frame_size_options(self, options: Mapping[str, Any], policy: str) -> dict[str, Any]:
-        """Env options with the frame size this judge's model reads (48x64 for the shipped
-        mini), as its calibration episodes were rendered; a size the policy or --env-options
-        fixed otherwise is refused, since resized frames are not what delta was fitted on."""
-        h, w = self.handle.config.image_size
-        have = (options.get("height"), options.get("width"))
-        if have == (None, None):
-            return {**options, "height": h, "width": w}
-        if have != (h, w):
-            raise ValueError(
-                f"the Creative judge's MineCLIP reads {h}x{w} frames, but the episodes would be "
-                f"rendered at {have[0]}x{have[1]} (set by the policy {policy!r} or --env-options); "
-                f"judge with a MineCLIP checkpoint of that frame size, or evaluate a policy "
-                f"trained at {h}x{w} (a random policy renders at the judge's size)"
-            )
-        return dict(options)
-
-    def frame_features(self, rgb: np.ndarray) -> np.ndarray:
-        """Per-frame MineCLIP features of a batch of observations, kept for scoring."""
-        return np.asarray(self.handle.encode_frames(rgb), np.float32)
-
-    def _calibration(self, spec, judged_ticks: float | None) -> Mapping[str, Any] | None:
-        """The stored calibration for `spec` on episodes nearest `judged_ticks` long."""
-        from mineclip_jax import evaluator
-
-        entry = (self.calibration or {}).get(spec.prompt)
-        return None if entry is None else evaluator.select_calibration(entry, judged_ticks)
-
-    def _decision(
-        self, spec, judged_ticks: float
-    ) -> tuple[float, Sequence[str] | None, int | None]:
-        """(delta, negatives, episode ticks of the calibration delta comes from; None when
-        delta was given by hand) for episodes of `judged_ticks` game ticks on average."""
-        entry = self._calibration(spec, judged_ticks)
-        negatives = None if entry is None else entry.get("negatives")
-        if self.threshold is not None:
-            return float(self.threshold), negatives, None
-        if entry is None:
-            have = sorted(self.calibration) if self.calibration else "none"
-            raise ValueError(
-                f"{spec.id} ({spec.prompt!r}): this MineCLIP checkpoint has no calibrated judge "
-                f"threshold for the prompt (calibrated prompts: {have}); calibrate one on labelled "
-                "trajectories (`python benchmarks/mineclip_mini.py --data DS --ckpt DIR "
-                "--write-judge DIR` does it) or pass --creative-threshold DELTA"
-            )
-        return float(entry["delta"]), negatives, entry.get("episode_ticks")
-
-    def calibration_used(
-        self, spec, records: Sequence[EpisodeRecord], ticks_per_step: int = 1
-    ) -> tuple[float, int | None]:
-        """(delta, game ticks per episode of the stored calibration it comes from) that `judge`
-        applies to these episodes; the ticks are None for a delta given by hand."""
-        delta, _, ticks = self._decision(spec, self.judged_ticks(records, ticks_per_step))
-        return delta, ticks
-
-    @staticmethod
-    def judged_ticks(records: Sequence[EpisodeRecord], ticks_per_step: int = 1) -> float:
-        """Game ticks of the judged episodes, on average: what picks the calibration."""
-        return float(np.mean([len(r.features) for r in records])) * ticks_per_step
-
-    def calibration_mismatch(self, spec, records, ticks_per_step: int = 1) -> str | None:
-        """Why these episodes are unlike the ones delta was calibrated on, or None. Of the
-        stored calibrations (one per episode length, `episode_ticks` in judge.json, one game
-        tick per frame) the one nearest the judged episodes' length is used; the score is a
-        mean over the episode, so an episode several times longer or shorter than that
-        calibration's shows its goal for a different share of its frames, and frames several
-        ticks apart change what the reward's 16-frame window sees."""
-        if self.threshold is not None or not records:
-            return None
-        judged = self.judged_ticks(records, ticks_per_step)
-        ticks = (self._calibration(spec, judged) or {}).get("episode_ticks")
-        if ticks is None:
-            return None
-        notes = []
-        if not 0.5 <= judged / ticks <= 2.0:
-            notes.append(f"episodes of {judged:.0f} game ticks on average against {ticks}")
-        if ticks_per_step != 1:
-            notes.append(f"{ticks_per_step} game ticks per frame against 1")
-        if not notes:
-            return None
-        return (
-            f"{spec.id}: the judge's delta was calibrated on other episodes ({'; '.join(notes)}); "
-            f"its verdicts may shift. Judge episodes like the calibration's (--max-steps "
-            f"{max(ticks // ticks_per_step, 1)}) or recalibrate on episodes like these "
-            "(`python benchmarks/mineclip_mini.py --data DS --ckpt DIR --only-judge --judge-ticks "
-            "N --write-judge DIR`)"
-        )
-
-    def weak_calibration(self, spec, records, ticks_per_step: int = 1) -> str | None:
-        """Why the calibration used for these episodes is a poor judge, or None: its F1 on its
-        own held-out labelled episodes (`f1_trained` in judge.json) is below RELIABLE_JUDGE_F1
-        while another stored length's is higher (the shipped mini's carpets: 0.730 on
-        1,000-tick episodes, 0.989 on 200-tick ones). Files without held-out F1s say nothing."""
-        if self.threshold is not None or not records:
-            return None
-        used = self._calibration(spec, self.judged_ticks(records, ticks_per_step))
-        if used is None or used.get("f1_trained") is None:
-            return None
-        if used["f1_trained"] >= RELIABLE_JUDGE_F1:
-            return None
-        from mineclip_jax import evaluator
-
-        rows = evaluator.calibrations(self.calibration[spec.prompt])
-        best = max(rows, key=lambda row: row.get("f1_trained", -1.0))
-        if best.get("f1_trained", -1.0) <= used["f1_trained"]:
-            return None
-        ticks = best["episode_ticks"]
-        return (
-            f"{spec.id}: the judge's {used['episode_ticks']}-tick calibration agreed with the "
-            f"simulator's ground truth at F1 {used['f1_trained']:.3f} on its held-out labelled "
-            f"episodes, the {ticks}-tick calibration at {best['f1_trained']:.3f}; for verdicts "
-            f"you can trust, judge episodes of that length (--max-steps "
-            f"{max(ticks // ticks_per_step, 1)})"
-        )
-
-    def judge(
-        self, spec, records: Sequence[EpisodeRecord], ticks_per_step: int = 1
-    ) -> tuple[np.ndarray, float | None]:
-        """(success per episode, F1 against the human labels of this task's episodes or None).
-        Warns when the episodes are unlike the calibration's (`calibration_mismatch`) or its
-        calibration judged its own held-out episodes poorly (`weak_calibration`)."""
-        from mineclip_jax import evaluator
-        from mineclip_jax.reward import MineCLIPReward
-
-        if any(r.features is None for r in records):
-            raise ValueError(
-                "Creative judging needs frame features: run the episodes with frame_features"
-            )
-        for note in (
-            self.calibration_mismatch(spec, records, ticks_per_step),
-            self.weak_calibration(spec, records, ticks_per_step),
-        ):
-            if note:
-                warnings.warn(note, stacklevel=2)
-        if not records:
-            raise ValueError(f"{spec.id}: no episodes to judge")
-        delta, negatives, _ = self._decision(spec, self.judged_ticks(records, ticks_per_step))
-        lengths = np.array([len(r.features) for r in records])
-        padded = np.zeros((len(records), lengths.max(), records[0].features.shape[-1]), np.float32)
-        for i, r in enumerate(records):
-            padded[i, : lengths[i]] = r.features
-        reward = MineCLIPReward(self.handle, spec.prompt, negatives=negatives, kind="direct")
-        step_rewards, _ = reward.trajectory_rewards(padded)
-        scores = evaluator.trajectory_scores(np.asarray(step_rewards), lengths)
-        predicted = evaluator.judge(scores, delta)
-        f1 = None
-        if self.labels is not None:
-            labelled = [j for j in range(len(records)) if (spec.id, j) in self.labels]
-            if labelled:
-                truth = [self.labels[(spec.id, j)] for j in labelled]
-                f1 = evaluator.binary_metrics(predicted[labelled], truth).f1
-        return np.asarray(predicted, bool), f1
+# CreativeJudge, read_human_labels and RELIABLE_JUDGE_F1 live in mineclip_jax.judge, which also
+# calibrates a judge (`python -m mineclip_jax.judge`); imported above, re-exported here.
 
 
 # ---------------------------------------------------------------------------------------------

@@ -101,7 +101,7 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 import mineclip_jax as mcj  # noqa: E402
-from benchmarks.mineclip_parity import build_official, import_official  # noqa: E402
+from experiments.mineclip_parity.parity import build_official, import_official  # noqa: E402
 from mineclip_jax import reward as rw  # noqa: E402
 
 WINDOW = 16

@@ -234,16 +234,16 @@ def judge_entries(handle_or_dir) -> dict:
                 "this MineCLIP handle was not loaded from a checkpoint directory (random or "
                 "in-memory weights), so it has no calibrated judge; load one with "
                 'mineclip_jax.load_checkpoint("mini"), or save the weights (save_checkpoint) and '
-                "calibrate them with `python benchmarks/mineclip_mini.py --data DS --ckpt DIR "
-                "--write-judge DIR`"
+                "calibrate them (`python -m data.judge_episodes --out EPISODES`, then "
+                "`python -m mineclip_jax.judge --episodes EPISODES --ckpt DIR`)"
             )
         directory = Path(source)
     path = directory / JUDGE_FILE
     if not path.is_file():
         raise FileNotFoundError(
             f"{directory} has no {JUDGE_FILE}: this checkpoint was never calibrated as a judge; "
-            f"calibrate it with `python benchmarks/mineclip_mini.py --data DS --ckpt {directory} "
-            f"--write-judge {directory}`"
+            f"calibrate it with `python -m data.judge_episodes --out EPISODES`, then "
+            f"`python -m mineclip_jax.judge --episodes EPISODES --ckpt {directory}`"
         )
     return json.loads(path.read_text())["tasks"]
 
@@ -279,7 +279,7 @@ def select_calibration(entry: dict, episode_ticks: float | None = None) -> dict:
         raise ValueError(
             f"calibrations {missing} of this judge entry give no `episode_ticks`, so the one "
             "for these episodes cannot be chosen: recalibrate with "
-            "`python benchmarks/mineclip_mini.py --data DS --ckpt DIR --only-judge --write-judge DIR`"
+            "`python -m mineclip_jax.judge --episodes EPISODES --ckpt DIR`"
         )
     return min(rows, key=lambda r: abs(np.log(episode_ticks / r["episode_ticks"])))
 

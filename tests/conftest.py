@@ -111,9 +111,9 @@ def _free_compiled_programs():
 # tests (len // workers // 4 tests each, at least 2; round robin under 2 tests per worker), so
 # the k-th of these goes to the start of the k-th chunk (all of them first without xdist).
 LONG_FIRST = (
-    "tests/benchmarks/test_table1.py::"
+    "tests/experiments/test_table1.py::"
     "test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run",
-    "tests/benchmarks/test_table1.py::"
+    "tests/experiments/test_table1.py::"
     "test_smoke_pipeline_diagnoses_and_cross_scores_reproduce_each_runs_final_eval",
 )
 

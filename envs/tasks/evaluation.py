@@ -1,41 +1,21 @@
 """Success-rate tables for the evaluation protocol (paper section 3: 100 episodes per task, report
 the percentage of successes), with 95% Wilson score intervals, as Markdown and CSV.
 
-Wilson's interval is used rather than the normal approximation because success rates near 0% or
-100% (common on this benchmark) would give the latter zero width or bounds outside [0, 1].
+The interval is `envs.stats.wilson_interval` (re-exported here).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-Z_95 = 1.959963984540054  # two-sided 95% standard-normal quantile
+from envs.stats import Z_95, wilson_interval  # noqa: F401 (re-exported)
+
 Judge = Literal["programmatic", "mineclip"]
-
-
-def wilson_interval(successes: int, episodes: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion, as fractions in [0, 1]."""
-    if episodes <= 0:
-        raise ValueError(f"episodes must be positive, got {episodes}")
-    if not 0 <= successes <= episodes:
-        raise ValueError(f"successes must be in [0, episodes={episodes}], got {successes}")
-    p = successes / episodes
-    z2 = z * z
-    centre = (p + z2 / (2 * episodes)) / (1 + z2 / episodes)
-    half = (
-        z / (1 + z2 / episodes) * math.sqrt(p * (1 - p) / episodes + z2 / (4 * episodes * episodes))
-    )
-    # p = 0 or 1 gives exactly 0 or 1 analytically; in floats centre - half is then a round-off
-    # like 3.5e-18, and "0 successes >= the lower bound of 0 of 100" must hold.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == episodes else min(1.0, centre + half)
-    return low, high
 
 
 class SuccessCount:

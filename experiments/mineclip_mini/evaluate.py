@@ -1,7 +1,7 @@
 """MineCLIP-mini on held-out data: recognition, retrieval, reward quality and the Creative judge.
 
-    python benchmarks/mineclip_mini.py --data DS                 # the shipped model ("mini")
-    python benchmarks/mineclip_mini.py --data DS --ckpt RUN/model --write-judge RUN/model
+    python -m experiments.mineclip_mini.evaluate --data DS                 # the shipped model ("mini")
+    python -m experiments.mineclip_mini.evaluate --data DS --ckpt RUN/model --write-judge RUN/model
 
 DS is the clip directory the model was trained on (`python -m data.synthetic`); only its `test`
 split is read (episodes in worlds of another seed than training). World episodes are run fresh
@@ -50,22 +50,30 @@ import numpy as np
 import tyro
 
 import mineclip_jax as mcj
+from data import judge_episodes as J
 from data import synthetic as S
-from envs import tasks as envs_tasks
+from envs import tasks as envs_tasks  # noqa: F401 (tests read M.envs_tasks)
+from envs.stats import spearman
 from mineclip_jax import evaluator as ev
-from mineclip_jax.reward import PAPER_TASK_PROMPTS, MineCLIPReward
+from mineclip_jax import judge as mj
+from mineclip_jax.reward import PAPER_TASK_PROMPTS
 
 ZOO = ("milk a cow", "hunt a cow", "shear a sheep", "hunt a sheep")
-CREATIVE = ("find a nether portal", "find an ocean", "dig a hole", "put carpets on the floor")
-# The judge's candidate negative sets beyond the other task prompts: none, or the phrases the
-# clip generator's narrator uses when nothing in particular happens (its `wander` captions).
-NEUTRAL_PROMPTS: tuple[str, ...] = S.PHRASES["wander"]
-JUDGE_NEGATIVE_SETS: dict[str, tuple[str, ...]] = {"tasks": (), "tasks+neutral": NEUTRAL_PROMPTS}
+CREATIVE = J.CREATIVE
+# The judge's negative sets and judge.json live in mineclip_jax.judge; the episodes in
+# data.judge_episodes. The names stay here for this script's callers.
+NEUTRAL_PROMPTS = mj.NEUTRAL_PROMPTS
+JUDGE_NEGATIVE_SETS = mj.JUDGE_NEGATIVE_SETS
+write_judge = mj.write_judge
+judge_ticks = J.judge_ticks
+_episodes = J.episodes
+_features = mj.frame_features
+_episode_scores = mj.episode_scores
 
 
 @dataclasses.dataclass
 class BenchConfig:
-    """MineCLIP-mini evaluation: python benchmarks/mineclip_mini.py --data DS"""
+    """MineCLIP-mini evaluation: python -m experiments.mineclip_mini.evaluate --data DS"""
 
     data: str  # clip directory from data.synthetic (its test split is used).
     ckpt: str = "mini"  # model: shipped name or checkpoint directory.
@@ -87,23 +95,6 @@ def roc_auc(pos, neg) -> float:
     """P(score of a positive > score of a negative), ties counting one half (Mann-Whitney)."""
     pos, neg = np.asarray(pos, float).reshape(-1), np.asarray(neg, float).reshape(-1)
     return ev.roc_auc(np.r_[pos, neg], np.r_[np.ones(pos.size, bool), np.zeros(neg.size, bool)])
-
-
-def _ranks(x):
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x), float)
-    ranks[order] = np.arange(len(x))
-    for v in np.unique(x):  # ties share their mean rank
-        tie = x == v
-        if tie.sum() > 1:
-            ranks[tie] = ranks[tie].mean()
-    return ranks
-
-
-def spearman(x, y) -> float:
-    rx, ry = _ranks(np.asarray(x, float)), _ranks(np.asarray(y, float))
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    return float((rx * ry).sum() / np.sqrt((rx**2).sum() * (ry**2).sum()))
 
 
 # ------------------------------------------------------------------------------ clip tests
@@ -148,61 +139,6 @@ def clip_sections(handle, data: str, max_clips: int) -> dict:
 
 
 # ------------------------------------------------------------------------- world episodes
-def _episodes(task: str, want_success: bool, count: int, seed: int, world_seed: int, cfg):
-    """Frames [count, T+1, H, W, 3], truth and lengths of `count` episodes of `task` that
-    succeeded (oracle) or failed (other behaviours), simulated batch by batch."""
-    if want_success:
-        pool = [S.task_oracle(task)]
-    else:
-        pool = [b for b in S.BEHAVIOURS if b.task == task and (b.controller != 0 or b.target)]
-    frames, truth, kinds = [], [], []
-    rng = np.random.default_rng([seed, world_seed, PAPER_TASK_PROMPTS.index(task), want_success])
-    tries = 0
-    while sum(len(f) for f in frames) < count:
-        tries += 1
-        if tries > 12 * (count // cfg.batch + 1):
-            raise RuntimeError(f"could not collect {count} {want_success} episodes of {task!r}")
-        b = pool[tries % len(pool)]
-        f, t = S.run_episodes(cfg, b, world_seed, int(rng.integers(2**31)))
-        ok = t["success"].any(axis=1) == want_success
-        frames.append(f[ok])
-        truth.append({k: v[ok] for k, v in t.items()})
-        kinds += [b.name] * int(ok.sum())
-    frames = np.concatenate(frames)[:count]
-    truth = {k: np.concatenate([t[k] for t in truth])[:count] for k in truth[0]}
-    done = truth["done"]
-    # An episode ends at its first done step (the state is frozen after it).
-    lengths = np.where(done.any(1), done.argmax(1) + 1, done.shape[1])
-    return frames, truth, lengths, kinds[:count]
-
-
-def _features(handle, frames, lengths, chunk: int = 512):
-    """Frame features [E, T+1, D] of the frames before each episode's end (the last one
-    repeated after it: the scores only read the first `lengths` steps, and a step's reward only
-    sees frames up to it), encoded in fixed-size chunks."""
-    e, t = frames.shape[:2]
-    valid = np.arange(t)[None, :] < np.asarray(lengths)[:, None]
-    flat = frames[valid]
-    out = []
-    for start in range(0, len(flat), chunk):
-        part = flat[start : start + chunk]
-        pad = chunk - len(part)
-        if pad:
-            part = np.concatenate([part, np.zeros((pad, *part.shape[1:]), part.dtype)])
-        out.append(np.asarray(handle.encode_frames(part))[: chunk - pad])
-    feats = np.zeros((e, t, out[0].shape[-1]), np.float32)
-    feats[valid] = np.concatenate(out)
-    last = feats[np.arange(e), np.asarray(lengths) - 1]
-    return np.where(valid[..., None], feats, last[:, None, :])
-
-
-def _episode_scores(handle, prompt, feats, lengths, negatives=None):
-    reward = MineCLIPReward(handle, prompt, negatives=negatives, kind="direct")
-    r, _ = reward.trajectory_rewards(feats)
-    r = np.asarray(r)
-    return ev.trajectory_scores(r, lengths), r, reward.prompts
-
-
 def world_sections(handle, cfg: BenchConfig, sim) -> dict:
     auc, rho, per = {}, {}, {}
     for task in PAPER_TASK_PROMPTS:
@@ -229,11 +165,6 @@ def world_sections(handle, cfg: BenchConfig, sim) -> dict:
             "spearman_closeness": rho, "episode_means": per}  # fmt: skip
 
 
-def judge_ticks(task: str, requested: int) -> int:
-    """Game ticks of the judge's episodes of `task`: `requested`, or the task's own limit."""
-    return requested or envs_tasks.get(task).max_steps
-
-
 def judge_section(handle, cfg: BenchConfig, sim) -> dict:
     """Per Creative task, one calibration per `--judge-ticks` length (judge.json's layout)."""
     if not cfg.judge_ticks or min(cfg.judge_ticks) < 0:
@@ -252,57 +183,23 @@ def judge_section(handle, cfg: BenchConfig, sim) -> dict:
 
 
 def _judge_calibration(handle, baseline, task: str, cfg: BenchConfig, sim) -> dict:
-    """Calibrate `task`'s judge on labelled episodes of `sim.episode_ticks` ticks; F1 held out."""
+    """Calibrate `task`'s judge on labelled episodes of `sim.episode_ticks` ticks; F1 held out
+    (`mineclip_jax.judge.calibrate`); the portal's row adds its breakdown by distance."""
     n = cfg.judge_episodes
     fs, truth, ls, _ = _episodes(task, True, n, cfg.seed + 1, cfg.world_seed, sim)
     ff, _, lf, _ = _episodes(task, False, n, cfg.seed + 1, cfg.world_seed, sim)
-    feats = {"trained": (_features(handle, fs, ls), _features(handle, ff, lf))}
-    feats["random"] = (_features(baseline, fs, ls), _features(baseline, ff, lf))
-    labels = np.r_[np.ones(n, bool), np.zeros(n, bool)]
-    split = np.random.default_rng([cfg.seed, 3]).permutation(2 * n)
-    calib, held = split[:n], split[n:]
-    row = {"reward_kind": "direct", "calibration_size": int(calib.size),
-           "heldout_size": int(held.size), "episode_ticks": sim.episode_ticks}  # fmt: skip
-    for name, model in (("trained", handle), ("random", baseline)):
-        # Calibration, on the calibration half alone: the negative set (ROC-AUC), then delta.
-        candidates = {}
-        for set_name, extra in JUDGE_NEGATIVE_SETS.items():
-            negatives = PAPER_TASK_PROMPTS + extra
-            s_pos, r_pos, prompts = _episode_scores(model, task, feats[name][0], ls, negatives)
-            s_neg, _, _ = _episode_scores(model, task, feats[name][1], lf, negatives)
-            candidates[set_name] = (np.r_[s_pos, s_neg], prompts, r_pos)
-        chosen, delta, calibration_auc = ev.calibrate_judge(
-            {k: v[0][calib] for k, v in candidates.items()}, labels[calib]
+    trained = (handle, _features(handle, fs, ls), _features(handle, ff, lf))
+    random = (baseline, _features(baseline, fs, ls), _features(baseline, ff, lf))
+    row, chosen = mj.calibrate(task, trained, random, ls, lf, episode_ticks=sim.episode_ticks,
+                               seed=cfg.seed)  # fmt: skip
+    if task == "find a nether portal":  # judge.json keeps it before f1_tasks_only, as it was
+        items = list(row.items())
+        at = list(row).index("f1_tasks_only")
+        breakdown = _portal_distance_breakdown(
+            chosen["success_step_rewards"], ls, chosen["scores"][:n], truth, chosen["delta"]
         )
-        scores, prompts, r_pos = candidates[chosen]
-        f1 = ev.binary_metrics(ev.judge(scores[held], delta), labels[held]).f1
-        row[f"f1_{name}"] = f1
-        if name == "trained":
-            row["delta"] = delta
-            row["negatives"] = [p for p in prompts if p != task]
-            row["negative_set"] = chosen
-            row["calibration_auc"] = calibration_auc
-            # Diagnostics on the held-out half: how well the scores separate at all, and the
-            # F1 of the best threshold there (an upper bound for any threshold rule).
-            row["auc_heldout"] = ev.roc_auc(scores[held], labels[held])
-            row["f1_best_threshold"], row["best_threshold"] = ev.best_threshold_f1(
-                scores[held], labels[held]
-            )
-            if task == "find a nether portal":
-                row["by_portal_distance"] = _portal_distance_breakdown(
-                    r_pos, ls, scores[:n], truth, delta
-                )
-            # The paper's negatives alone, delta calibrated the same way, for comparison.
-            paper = candidates["tasks"][0]
-            row["f1_tasks_only"] = ev.binary_metrics(
-                ev.judge(paper[held], ev.kmeans_threshold(paper[calib])), labels[held]
-            ).f1
-    aucs = ", ".join(f"{k} {v:.3f}" for k, v in row["calibration_auc"].items())
-    print(f"  {task:26s} {sim.episode_ticks:4d} ticks: F1 {row['f1_trained']:.3f} (random weights "
-          f"{row['f1_random']:.3f}; task prompts alone {row['f1_tasks_only']:.3f}); negatives "
-          f"{row['negative_set']} (calibration AUC {aucs}), delta {row['delta']:.4f}; held-out "
-          f"AUC {row['auc_heldout']:.3f}, best threshold {row['best_threshold']:.4f} F1 "
-          f"{row['f1_best_threshold']:.3f}", flush=True)  # fmt: skip
+        row = {**dict(items[:at]), "by_portal_distance": breakdown, **dict(items[at:])}
+    print(mj.describe(task, row), flush=True)
     if "by_portal_distance" in row:
         b = row["by_portal_distance"]
         print(
@@ -336,20 +233,6 @@ def _portal_distance_breakdown(step_rewards, lengths, scores, truth, delta: floa
         m = (start >= lo) & (start < hi)
         starts[f"{lo}-{hi}"] = (int((np.asarray(scores)[m] <= delta).sum()), int(m.sum()))
     return {"step_reward_in_view": steps, "at_or_below_delta_by_start": starts}
-
-
-def write_judge(directory, tasks: dict, world_seed: int) -> Path:
-    """judge.json beside a checkpoint: `judge_section`'s rows, read by `evaluator`."""
-    path = Path(directory) / ev.JUDGE_FILE
-    path.write_text(json.dumps({
-        "protocol": "per task, one calibration per length of the labelled episodes "
-                    "(`episode_ticks`; the judge picks the one nearest the judged episodes' "
-                    "length): episode-mean Direct reward against "
-                    "`negatives` (the other task prompts, with the neutral prompts where they "
-                    "separate the calibration split better); delta = mean of the K=2 k-means "
-                    "centroids on the calibration split; success = score > delta",
-        "world_seed": world_seed, "tasks": tasks}, indent=1) + "\n")  # fmt: skip
-    return path
 
 
 def main(cfg: BenchConfig) -> dict:

@@ -1,10 +1,10 @@
 """Clips of the scripted acts with their target hidden, appended to a clip directory.
 
-    python -m data.hidden_clips --base ~/mineclip_mini/clips_policy \\
+    python -m experiments.table1.hidden_clips --base ~/mineclip_mini/clips_policy \\
         --out ~/mineclip_mini/clips_hidden --episodes 480
 
 The MineCLIP-mini reward pays the camera motion of a scripted hunt whether the cow is in view or
-not (`benchmarks.reward_probe`). `data.synthetic`'s `hidden_*` behaviours run the oracle's hunts,
+not (`experiments.table1.reward_probe`). `data.synthetic`'s `hidden_*` behaviours run the oracle's hunts,
 milkings and shearings with the animal removed from the frames (it still lives in the
 simulation), so each clip is the act's camera motion with nothing there, labelled `wander`.
 `python -m data.synthetic --hidden-targets` mixes them into a build from the start; this module
@@ -24,7 +24,7 @@ import numpy as np
 import tyro
 
 from data import synthetic
-from data.policy_clips import write_clip_dir
+from experiments.table1.policy_clips import write_clip_dir
 from envs.tasks import paper
 
 ZOO_TASKS = tuple(paper.PAPER_TASKS[t].prompt for t in paper.ANIMAL_ZOO)  # the Animal-Zoo prompts
@@ -32,7 +32,7 @@ ZOO_TASKS = tuple(paper.PAPER_TASKS[t].prompt for t in paper.ANIMAL_ZOO)  # the 
 
 @dataclasses.dataclass(frozen=True)
 class HiddenClipsConfig:
-    """python -m data.hidden_clips --base CLIPS --out OUT --episodes N"""
+    """python -m experiments.table1.hidden_clips --base CLIPS --out OUT --episodes N"""
 
     base: str  # array clip directory (data.synthetic) the new clips are added to.
     out: str  # output clip directory (base clips + hidden-target clips in the train split).
@@ -86,7 +86,7 @@ def build(cfg: HiddenClipsConfig) -> dict:
 def main(cfg: HiddenClipsConfig) -> None:
     import envs  # before JAX starts: the episodes then run on every core
 
-    envs.use_every_core("data.hidden_clips", "--no-all-cores", enabled=cfg.all_cores)
+    envs.use_every_core("experiments.table1.hidden_clips", "--no-all-cores", enabled=cfg.all_cores)
     summary = build(cfg)
     added = summary["hidden_clips"]
     print(f"{added['count']} hidden-target clips added to "

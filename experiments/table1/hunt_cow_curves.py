@@ -1,7 +1,7 @@
 """Learning curves on the embedded world, "hunt a cow": manual dense reward vs sparse success only.
 
-    python benchmarks/hunt_cow_curves.py                       # both runs, then docs/learning_curve.png
-    python benchmarks/hunt_cow_curves.py --total-steps 50000 --plot-only
+    python -m experiments.table1.hunt_cow_curves                       # both runs, then experiments/table1/learning_curve.png
+    python -m experiments.table1.hunt_cow_curves --total-steps 50000 --plot-only
 
 Both runs use the same seed, network, PPO + self-imitation settings and env-step budget; only
 `--reward` differs (the success bonus is the same in both). The policy sees 32x48 frames (plus
@@ -25,7 +25,7 @@ import tyro
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """python benchmarks/hunt_cow_curves.py --total-steps 100000"""
+    """python -m experiments.table1.hunt_cow_curves --total-steps 100000"""
 
     total_steps: int = 1_000_000
     """env steps per run"""
@@ -35,7 +35,7 @@ class Args:
     """seed (both runs)"""
     runs_dir: str = "runs/hunt_cow_curves"
     """where the two runs go"""
-    png: str = "docs/learning_curve.png"
+    png: str = "experiments/table1/learning_curve.png"
     """output figure"""
     plot_only: bool = False
     """re-plot existing runs"""

@@ -8,7 +8,7 @@ embeddings (adapter applied), text embeddings and logits. Also checks that a `.p
 
     pip install "torch>=2.1" x-transformers==0.27.1 einops dm-tree pillow
     git clone https://github.com/MineDojo/MineCLIP /tmp/mineclip_ref   # never vendored here
-    python benchmarks/mineclip_parity.py --reference /tmp/mineclip_ref
+    python -m experiments.mineclip_parity.parity --reference /tmp/mineclip_ref
 
 The official package `__init__` imports the MineDojo simulator and its tokenizer downloads from
 a model hub; neither is needed here: the model modules are imported directly, token ids come
@@ -30,7 +30,6 @@ import numpy as np
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 
 import mineclip_jax as mcj  # noqa: E402

@@ -1,13 +1,13 @@
-"""data.policy_clips: ground-truth labels of policy windows against hand-built episodes, and the
+"""experiments.table1.policy_clips: ground-truth labels of policy windows against hand-built episodes, and the
 merged clip directory read back by MineCLIP training. (`record` itself, the recorder the reward
-probe shares, is checked against a trained run's own rewards in tests/benchmarks/test_table1.)"""
+probe shares, is checked against a trained run's own rewards in tests/experiments/test_table1.)"""
 
 import json
 
 import numpy as np
 import pytest
 
-from data import policy_clips as P
+from experiments.table1 import policy_clips as P
 from data import synthetic as S
 from data import tokens
 from envs import spaces

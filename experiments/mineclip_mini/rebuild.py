@@ -1,7 +1,7 @@
 """Rebuild MineCLIP-mini from nothing: clips, training, the shipped files, the judge.
 
-    python benchmarks/mineclip_mini_rebuild.py --work ~/mineclip_mini          # then copy
-    python benchmarks/mineclip_mini_rebuild.py --work ~/mineclip_mini --install  # ship it
+    python -m experiments.mineclip_mini.rebuild --work ~/mineclip_mini          # then copy
+    python -m experiments.mineclip_mini.rebuild --work ~/mineclip_mini --install  # ship it
 
 Steps (each resumes when rerun with the same --work: the clips are kept, training resumes from
 its last orbax checkpoint):
@@ -10,7 +10,7 @@ its last orbax checkpoint):
    --batch-size 64 --train-frames 8 --lr 1e-3 --warmup-steps 60 --weight-decay 0.1
    --save-dtype int8` (the token embedding int8 with a per-row scale, the rest float16);
 3. SHA256SUMS beside the model; with --install the model replaces `mineclip_jax/pretrained/mini`;
-4. `benchmarks/mineclip_mini.py` on the result, which also calibrates the Creative judge and
+4. `experiments/mineclip_mini/evaluate.py` on the result, which also calibrates the Creative judge and
    writes judge.json beside the model.
 """
 
@@ -30,7 +30,7 @@ from mineclip_jax import checkpoint, train
 
 @dataclasses.dataclass
 class RebuildConfig:
-    """Rebuild MineCLIP-mini: python benchmarks/mineclip_mini_rebuild.py --work DIR"""
+    """Rebuild MineCLIP-mini: python -m experiments.mineclip_mini.rebuild --work DIR"""
 
     work: Path  # working directory: clips/, run/ (checkpoints, tb, model/).
     episodes: int = 3000  # world episodes to cut clips from (the shipped model's).
@@ -69,9 +69,9 @@ def main(cfg: RebuildConfig) -> None:
         model = target
     checkpoint.write_checksums(model)
     if not cfg.skip_benchmark:
-        import mineclip_mini  # noqa: E402 (benchmarks/ is the script's directory)
+        from experiments.mineclip_mini import evaluate
 
-        mineclip_mini.main(mineclip_mini.BenchConfig(data=str(clips), ckpt=str(model),
+        evaluate.main(evaluate.BenchConfig(data=str(clips), ckpt=str(model),
                                                      write_judge=str(model)))  # fmt: skip
     print(f"clips {t_data / 60:.1f} min, training {t_train / 60:.1f} min, total "
           f"{(time.monotonic() - t0) / 60:.1f} min (load {os.getloadavg()[0]:.1f}); "

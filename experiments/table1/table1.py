@@ -1,9 +1,9 @@
 """Table 1 in miniature: PPO + self-imitation trained by the MineCLIP reward vs manual vs sparse.
 
-    python -m benchmarks.table1                          # train, evaluate, report (resumable)
-    python -m benchmarks.table1 --time-limit-min 170     # stop cleanly; rerun the same line to go on
-    python -m benchmarks.table1 --steps report           # table + curves from what exists
-    python -m benchmarks.table1 --tasks "hunt a cow" --rewards manual sparse   # one pair
+    python -m experiments.table1.table1                          # train, evaluate, report (resumable)
+    python -m experiments.table1.table1 --time-limit-min 170     # stop cleanly; rerun the same line to go on
+    python -m experiments.table1.table1 --steps report           # table + curves from what exists
+    python -m experiments.table1.table1 --tasks "hunt a cow" --rewards manual sparse   # one pair
 
 Every run uses the same network, seed, PPO + SI settings and env-step budget; only `--reward`
 differs. As in the paper ("policy networks of all methods share the same architecture"), every
@@ -34,6 +34,8 @@ from typing import Literal
 import numpy as np
 import tyro
 
+from envs.stats import paired_t_test, wilson_interval
+
 ANIMAL_ZOO = ("milk a cow", "hunt a cow", "shear a sheep", "hunt a sheep")
 Reward = Literal["mineclip", "manual", "sparse"]
 Step = Literal["train", "evaluate", "report", "diagnose"]
@@ -41,7 +43,7 @@ Step = Literal["train", "evaluate", "report", "diagnose"]
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """python -m benchmarks.table1 --time-limit-min 60"""
+    """python -m experiments.table1.table1 --time-limit-min 60"""
 
     tasks: tuple[str, ...] = ANIMAL_ZOO
     """task prompts (one row each)"""
@@ -75,11 +77,11 @@ class Args:
     """what to do"""
     time_limit_min: float = 0.0
     """stop training after this many minutes in all (0: no limit); rerun the same command to resume"""
-    markdown: str = "docs/table1.md"
+    markdown: str = "experiments/table1/table1.md"
     """the report (Markdown)"""
-    png: str = "docs/table1_curves.png"
+    png: str = "experiments/table1/table1_curves.png"
     """the learning curves"""
-    diagnosis: str = "docs/table1_diagnosis.md"
+    diagnosis: str = "experiments/table1/diagnosis.md"
     """--steps diagnose: every trained policy scored by every reward (Markdown)"""
     diagnose_episodes: int = 64
     """--steps diagnose: episodes per policy (the same worlds and keys for every policy)"""
@@ -206,19 +208,6 @@ def read_result(out: Path) -> dict | None:
     }
 
 
-def paired_t_test(a: list[float], b: list[float]) -> tuple[float, float]:
-    """Two-sided paired t-test of a vs b (the paper's test across tasks): (t, p)."""
-    from scipy import stats  # a dependency of jax
-
-    if len(a) < 2:
-        return float("nan"), float("nan")
-    diff = np.asarray(a) - np.asarray(b)
-    if np.all(diff == diff[0]):  # zero variance: t is undefined
-        return (float("inf") * np.sign(diff[0]) if diff[0] else float("nan")), float("nan")
-    t, p = stats.ttest_rel(a, b)
-    return float(t), float(p)
-
-
 def _cell(r: dict | None) -> str:
     if r is None:
         return "—"
@@ -239,8 +228,6 @@ def report(args: Args) -> dict:
         if not rs:
             pooled[key] = None
             continue
-        from envs.tasks.evaluation import wilson_interval
-
         eps, succ = sum(r["episodes"] for r in rs), sum(r["successes"] for r in rs)
         low, high = wilson_interval(succ, eps)
         pooled[key] = {"episodes": eps, "successes": succ, "rate": succ / eps, "low": low,

@@ -1,4 +1,4 @@
-"""benchmarks.mineclip_mini's judge calibration at a few episodes: what it writes beside a
+"""experiments.mineclip_mini.evaluate's judge calibration at a few episodes: what it writes beside a
 checkpoint is what the evaluator reads back, and the stored negatives and delta are reproduced
 from the same episodes scored with `evaluator.judge_reward`."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mineclip_jax as mcj
-from benchmarks import mineclip_mini as M
+from experiments.mineclip_mini import evaluate as M
 from data import synthetic as S
 from mineclip_jax import checkpoint
 from mineclip_jax import evaluator as ev

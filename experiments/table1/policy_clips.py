@@ -1,11 +1,11 @@
 """Captioned clips of trained policies' own play: the frames a learned reward meets in RL.
 
-    python -m data.policy_clips --runs runs/table1/hunt_a_cow/mineclip/seed0 \\
+    python -m experiments.table1.policy_clips --runs runs/table1/hunt_a_cow/mineclip/seed0 \\
         --base ~/mineclip_mini/clips --out ~/mineclip_mini/clips_policy
 
 A MineCLIP reward trained on scripted clips only is exploited by the policy it trains: the
-hunt-a-cow policy of `benchmarks.table1` learns to walk with the camera pitched down over grass,
-frames the reward pays like a hunt although no cow is in view (`benchmarks.reward_probe`). The
+hunt-a-cow policy of `experiments.table1.table1` learns to walk with the camera pitched down over grass,
+frames the reward pays like a hunt although no cow is in view (`experiments.table1.reward_probe`). The
 remedy used against exploited learned rewards is to add the exploiting policy's own frames to the
 reward's training data, labelled by what really happened. This module plays the trained policy
 of each given `agents.ppo` run (and the untrained policy of the first one), records every frame
@@ -31,7 +31,7 @@ from data import synthetic, tokens
 
 @dataclasses.dataclass(frozen=True)
 class PolicyClipsConfig:
-    """python -m data.policy_clips --runs RUN [RUN ...] --base CLIPS --out OUT"""
+    """python -m experiments.table1.policy_clips --runs RUN [RUN ...] --base CLIPS --out OUT"""
 
     runs: tuple[str, ...]  # agents.ppo run directories whose latest policies play.
     base: str  # array clip directory (data.synthetic) the new clips are added to.

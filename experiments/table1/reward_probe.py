@@ -1,7 +1,7 @@
 """What does a MineCLIP reward pay for? Play trained policies and score their frames by view.
 
-    python -m benchmarks.reward_probe --runs-dir runs/table1 --task "hunt a cow"
-    python -m benchmarks.reward_probe ... --ckpts mini ~/mini_ft/model   # models compared on the same frames
+    python -m experiments.table1.reward_probe --runs-dir runs/table1 --task "hunt a cow"
+    python -m experiments.table1.reward_probe ... --ckpts mini ~/mini_ft/model   # models compared on the same frames
 
 Plays the untrained policy and each finished Table 1 run's trained policy (`--rewards`) on the
 same episodes of one task, records every frame with the simulator's ground truth (is the target
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from data.policy_clips import record
+from experiments.table1.policy_clips import record
 
 BINS = (("not in view", None, None), ("in view, >= 6 blocks", 6.0, None),
         ("in view, < 6 blocks", None, 6.0))  # fmt: skip
@@ -28,9 +28,9 @@ BINS = (("not in view", None, None), ("in view, >= 6 blocks", 6.0, None),
 
 @dataclasses.dataclass
 class Args:
-    """python -m benchmarks.reward_probe --runs-dir DIR --task "hunt a cow" """
+    """python -m experiments.table1.reward_probe --runs-dir DIR --task "hunt a cow" """
 
-    runs_dir: str = "runs/table1"  # benchmarks.table1's --runs-dir
+    runs_dir: str = "runs/table1"  # experiments.table1.table1's --runs-dir
     task: str = "hunt a cow"  # the task whose runs are played
     rewards: tuple[str, ...] = ("mineclip", "manual")  # runs whose trained policies play
     seed: int = 0  # the runs' seed (seed0 directories)
@@ -71,7 +71,7 @@ def main(args: Args) -> str:
 
     import mineclip_jax as mcj
     from agents.checkpoints import load_run
-    from benchmarks import table1
+    from experiments.table1 import table1
 
     t_args = table1.Args(runs_dir=args.runs_dir, tasks=(args.task,), seeds=(args.seed,))
     runs = {rw: table1.run_dir(t_args, args.task, rw, args.seed) for rw in args.rewards}
@@ -102,7 +102,4 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     main(tyro.cli(Args))

@@ -1,4 +1,4 @@
-"""benchmarks.table1: the report against hand-computed numbers, and the whole pipeline (train with
+"""experiments.table1.table1: the report against hand-computed numbers, and the whole pipeline (train with
 the shipped MineCLIP-mini reward, evaluate, report) in its smoke mode."""
 
 import csv
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tyro
 
-from benchmarks import table1
+from experiments.table1 import table1
 from envs.tasks.evaluation import wilson_interval
 
 TASK = "hunt a cow"  # the smoke runs' task
@@ -119,7 +119,7 @@ def test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run(
     tmp_path, smoke_runs
 ):
     """The whole pipeline at smoke size with the MineCLIP reward: train, evaluate, report; a
-    finished run is not trained or evaluated again; `benchmarks.reward_probe` re-scores the
+    finished run is not trained or evaluated again; `experiments.table1.reward_probe` re-scores the
     run's recorded frames with the reward it trained on."""
     out = smoke_runs.run("mineclip")
     args = smoke_runs.args(("mineclip",), tmp_path, steps=("train", "evaluate", "report"))
@@ -141,11 +141,11 @@ def test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run(
     table1.evaluate(args)
     assert (out / "eval" / "results.csv").stat().st_mtime == mtime
 
-    # benchmarks.reward_probe re-scores the recorded frames as a whole trajectory; on every step
+    # experiments.table1.reward_probe re-scores the recorded frames as a whole trajectory; on every step
     # before an episode's end that must be the reward the run's own 16-frame cache paid.
     import mineclip_jax as mcj
     from agents.checkpoints import load_run
-    from benchmarks import reward_probe
+    from experiments.table1 import reward_probe
 
     params = load_run(out)[2].params
     rec = reward_probe.record(out, {"trained": params}, episodes=16, seed=1)["trained"]

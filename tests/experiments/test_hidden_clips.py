@@ -1,4 +1,4 @@
-"""data.hidden_clips: the hidden-target clips appended to a clip directory are the frames of the
+"""experiments.table1.hidden_clips: the hidden-target clips appended to a clip directory are the frames of the
 `hidden_*` episodes they name (replayed here from the same seeds), every one labelled `wander`,
 with the base clips and the test split unchanged."""
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from data import hidden_clips as H
+from experiments.table1 import hidden_clips as H
 from data import synthetic as S
 from data import tokens
 
