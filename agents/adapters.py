@@ -20,10 +20,7 @@ import numpy as np
 
 from agents import learner as lrn
 from agents import testing
-
-
-class ConfigError(ValueError):
-    """A bad flag; the message names the flag and the fix."""
+from agents.errors import ConfigError
 
 
 # ----------------------------------------------------------------------------- tasks

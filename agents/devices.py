@@ -70,7 +70,7 @@ def expose_cores(cfg) -> None:
         fields = ("all_cores", "backend", "distributed", "cpu_cores")
         cfg = dataclasses.replace(cfg, **{k: d[k] for k in fields if k in d})
     if cfg.cpu_cores is not None:
-        from agents.adapters import ConfigError
+        from agents.errors import ConfigError
         from envs.voxel import parallel
 
         try:
@@ -137,7 +137,7 @@ def validate(cfg) -> None:
     """ConfigError (naming the flag and the fix) for device flags that cannot work."""
     import jax
 
-    from agents.adapters import ConfigError
+    from agents.errors import ConfigError
 
     given = {f: getattr(cfg, f) for f in ("actor_devices", "learner_devices")}
     given = {f"--{k.replace('_', '-')}": v for k, v in given.items() if v is not None}

@@ -1,16 +1,17 @@
 """Score a short clip against a few prompts with MineCLIP and print the table.
 
     python -m mineclip_jax.demo                                   # MineCLIP-mini, built-in clip
-    python -m mineclip_jax.demo --world "milk a cow"              # a clip of the embedded world
+    python -m data.demo --world "milk a cow"                      # a clip of the embedded world
     python -m mineclip_jax.demo --ckpt attn.pth --video clip.mp4 --prompts "hunt a cow" "dig a hole"
     python -m mineclip_jax.demo --ckpt random --config tiny      # random weights (pipeline only)
 
 Without `--video` the clip is a procedurally drawn 16-frame scene (grass, sky and a cow-like
 block that grows as the camera walks up to it). It shows the pipeline, not the model's quality:
 the mini model knows only the embedded world's video, which this drawing does not look like
-(the mini model's held-out figures: `benchmarks/mineclip_mini.py`, README). `--world TASK`
-renders the clip in the embedded world instead (one of the paper's 12 task prompts): the
-scripted oracle of `data.synthetic` doing the task in a world of a seed never trained on, the 16
+(the mini model's held-out figures: `experiments/mineclip_mini/README.md`). `--world TASK`
+renders the clip in the embedded world instead, through `python -m data.demo --world TASK`
+(the same flags; one of the paper's 12 task prompts): the scripted oracle of `data.synthetic`
+doing the task in a world of a seed never trained on, the 16
 frames up to just after its first success (about 30 s, most of it compiling the world).
 
 `--ckpt` defaults to "mini", the MineCLIP the package ships (trained on the embedded world's
@@ -157,42 +158,20 @@ def format_table(prompts, scores) -> str:
     return "\n".join(lines)
 
 
-WORLD_SEED = 2  # worlds of this seed were never in MineCLIP-mini's training clips (seed 0)
-WORLD_TICKS = 48
-
-
-def world_clip(task: str, image_size: tuple[int, int], seed: int = 0):
-    """(uint8 [16, H, W, 3], description): the embedded world's scripted oracle doing `task`
-    (a paper task prompt), the 16 frames up to 2 ticks after its first success (the last 16
-    when neither of the two episodes run succeeds, which the description then says)."""
-    from data import synthetic as S
-
-    try:
-        oracle = S.task_oracle(task)
-    except ValueError as e:
-        raise ValueError(f"--world {e}") from None
-    h, w = image_size
-    config = S.SyntheticConfig(out="unused", batch=2, episode_ticks=WORLD_TICKS, height=h, width=w)
-    frames, truth = S.run_episodes(config, oracle, WORLD_SEED, seed)
-    success = np.asarray(truth["success"], bool)
-    episode = int(np.argmax(success.any(1)))
-    last = frames.shape[1] - 1
-    if success[episode].any():
-        first = int(np.argmax(success[episode]))
-        end = min(max(first + 2, NUM_FRAMES - 1), last)
-        what = f"ticks {end - NUM_FRAMES + 1}-{end}, its first success at tick {first}"
-    else:
-        end, what = last, "its last 16 ticks (it did not succeed)"
-    clip = frames[episode, end - NUM_FRAMES + 1 : end + 1]
-    return clip, f"the embedded world's oracle doing {task!r}, {what}"
-
-
-def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
+def run(cfg: DemoConfig, world_clip=None) -> dict[str, np.ndarray]:
+    """Score the clip `cfg` names and print the table. `world_clip(task, image_size, seed)`
+    renders `--world` clips; it lives in `data.demo` (the embedded world's scripted oracles,
+    which `mineclip_jax` does not import), so `python -m data.demo --world TASK` passes it."""
     prompts = tuple(cfg.prompts)
     if len(prompts) < 2:
         raise ValueError("give at least two --prompts (the probability is relative to the others)")
     if cfg.video is not None and cfg.world is not None:
         raise ValueError("give --video or --world, not both: the demo scores one clip")
+    if cfg.world is not None and world_clip is None:
+        raise ValueError(
+            "--world renders the clip in the embedded world: run `python -m data.demo --world "
+            f"{cfg.world!r}` (the same flags; data.demo has the world's scripted oracles)"
+        )
     t0 = time.perf_counter()
     if cfg.ckpt != "random":
         handle = load_checkpoint(cfg.ckpt)
@@ -211,7 +190,7 @@ def run(cfg: DemoConfig) -> dict[str, np.ndarray]:
             f"weights) or a checkpoint written by python -m mineclip_jax.train."
         )
     if cfg.world is not None:
-        frames, source = world_clip(cfg.world, handle.config.image_size, cfg.seed)
+        frames, source = world_clip(cfg.world, handle.config.image_size, cfg.seed)  # data.demo
     elif cfg.video is not None:
         frames = read_video_clip(cfg.video, cfg.start_s, cfg.duration_s)
         source = f"{cfg.video} [{cfg.start_s:g}s, {cfg.start_s + cfg.duration_s:g}s)"

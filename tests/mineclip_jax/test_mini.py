@@ -105,8 +105,11 @@ def test_mini_separates_a_success_from_a_failure_in_the_world():
     assert score_tasks_only[1] > score[1] + 0.2  # the desert's "ocean" went to the neutral ones
     assert abs(score_tasks_only[0] - score[0]) < 0.1  # the sea's did not
 
-    # The demo's --world clip comes from the same episode program: the oracle milking a cow.
-    clip, what = demo.world_clip("milk a cow", (h, w))
+    # The demo's --world clip (data.demo) comes from the same episode program: the oracle
+    # milking a cow.
+    from data import demo as world_demo
+
+    clip, what = world_demo.world_clip("milk a cow", (h, w))
     assert clip.shape == (16, h, w, 3) and "first success" in what
     prompts = ("milk a cow", "hunt a cow", "shear a sheep", "find an ocean")
     assert np.argmax(demo.score_clip(mc, clip, prompts)["logits"]) == 0

@@ -321,12 +321,16 @@ def test_negatives_never_paraphrase_the_goal_for_the_paper_tasks():
 
 
 def test_demo_world_clip_names_the_tasks_it_has_and_takes_one_clip_source():
+    from data import demo as world_demo
     from mineclip_jax import demo
 
     with pytest.raises(ValueError, match="no scripted oracle for it; use one of .*'milk a cow'"):
-        demo.world_clip("fly to the moon", (48, 64))
+        world_demo.world_clip("fly to the moon", (48, 64))
     with pytest.raises(ValueError, match="--video or --world, not both"):
         demo.run(demo.DemoConfig(video="clip.mp4", world="milk a cow"))
+    # mineclip_jax does not import the world: its --world points to data.demo
+    with pytest.raises(ValueError, match="python -m data.demo --world 'milk a cow'"):
+        demo.run(demo.DemoConfig(world="milk a cow"))
 
 
 def test_demo_refuses_a_clip_shorter_than_the_window(tmp_path):
