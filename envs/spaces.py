@@ -16,9 +16,22 @@ The compact action set (``COMPACT_ACTIONS``) is the paper's 89 discrete actions 
 * id 87: use; id 88: attack.
 
 Each compact action is exactly one MultiDiscrete vector (a row of ``COMPACT_ACTIONS``).
+
+The "combo" set (``COMBO_ACTIONS``, 22 actions) lets one step move and attack (or use) at once,
+as COPL's MineCLIP-reward hunters act (movement x {no-op, use, attack}), which none of the
+paper's 89 can:
+
+* ids 0..17: ``move * 3 + fn``, move in (no-op, forward, forward + jump, back, left, right),
+  fn in (no-op, attack, use); id 0 is the no-op;
+* ids 18..21: turn left, turn right (yaw -15 / +15 degrees), look up, look down (pitch -15 /
+  +15 degrees), the paper's bin.
+
+``compact_action_set(name)`` gives either set ("paper" or "combo") with its names and no-op.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import gymnasium as gym
 import numpy as np
@@ -104,6 +117,69 @@ COMPACT_NAMES: tuple[str, ...] = tuple(
     [f"camera_pitch{p:+d}_yaw{y:+d}" for p in range(-60, 61, 15) for y in range(-60, 61, 15)]
     + ["forward", "forward_jump", "jump", "back", "left", "right", "use", "attack"]
 )
+
+
+_COMBO_MOVES = {  # name: (move, strafe, jump); strafe 1 is left
+    "noop": (0, 0, 0), "forward": (1, 0, 0), "forward_jump": (1, 0, 1), "back": (2, 0, 0),
+    "left": (0, 1, 0), "right": (0, 2, 0),
+}  # fmt: skip
+_COMBO_FNS = {"": FN_NOOP, "attack": FN_ATTACK, "use": FN_USE}
+_COMBO_TURNS = {  # name: (pitch, yaw) in degrees; positive yaw turns right, positive pitch down
+    "turn_left": (0, -15), "turn_right": (0, 15), "look_up": (-15, 0), "look_down": (15, 0),
+}  # fmt: skip
+
+
+def _combo_table() -> tuple[np.ndarray, tuple[str, ...]]:
+    rows, names = [], []
+    for move_name, (move, strafe, jump) in _COMBO_MOVES.items():
+        for fn_name, fn in _COMBO_FNS.items():
+            a = NOOP_ACTION.copy()
+            a[0], a[1], a[2], a[5] = move, strafe, jump, fn
+            rows.append(a)
+            if move_name == "noop":
+                names.append(fn_name or "noop")
+            else:
+                names.append(f"{move_name}+{fn_name}" if fn_name else move_name)
+    for name, (pitch, yaw) in _COMBO_TURNS.items():
+        a = NOOP_ACTION.copy()
+        a[3], a[4] = camera_bin(pitch), camera_bin(yaw)
+        rows.append(a)
+        names.append(name)
+    return np.stack(rows).astype(np.int32), tuple(names)
+
+
+COMBO_ACTIONS, COMBO_NAMES = _combo_table()  # int32 [22, 8]
+COMBO_ACTIONS.setflags(write=False)
+NUM_COMBO_ACTIONS = COMBO_ACTIONS.shape[0]
+COMBO_NOOP = 0
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompactActionSet:
+    """A discrete action set: action id i is the MineDojo MultiDiscrete action ``table[i]``."""
+
+    name: str  # "paper" or "combo"
+    table: np.ndarray  # int32 [A, 8], read-only
+    names: tuple[str, ...]  # one per action id
+    noop: int  # id of the no-op action
+
+    @property
+    def num_actions(self) -> int:
+        return int(self.table.shape[0])
+
+
+COMPACT_ACTION_SETS: dict[str, CompactActionSet] = {
+    "paper": CompactActionSet("paper", COMPACT_ACTIONS, COMPACT_NAMES, COMPACT_NOOP),
+    "combo": CompactActionSet("combo", COMBO_ACTIONS, COMBO_NAMES, COMBO_NOOP),
+}
+
+
+def compact_action_set(name: str) -> CompactActionSet:
+    """The discrete action set ``name``: "paper" (the paper's 89) or "combo" (22; a step can
+    move and attack or use at once)."""
+    if name not in COMPACT_ACTION_SETS:
+        raise KeyError(f"unknown compact action set {name!r}; one of {sorted(COMPACT_ACTION_SETS)}")
+    return COMPACT_ACTION_SETS[name]
 
 
 def balanced_compact_logits() -> np.ndarray:

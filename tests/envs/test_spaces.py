@@ -119,3 +119,43 @@ def test_observation_space_keys_and_shapes():
     assert space.contains(sample)
     with pytest.raises(ValueError, match="positive"):
         spaces.observation_space(0, 10)
+
+
+def test_combo_actions_decode_to_the_intended_multidiscrete_actions():
+    combo = spaces.compact_action_set("combo")
+    assert combo.num_actions == 22 and len(set(combo.names)) == 22
+    assert combo.names[combo.noop] == "noop"
+    np.testing.assert_array_equal(combo.table[combo.noop], spaces.NOOP_ACTION)
+    # Written out independently of the table's construction: (move, strafe, jump, pitch, yaw, fn).
+    moves = {"noop": (0, 0, 0), "forward": (1, 0, 0), "forward_jump": (1, 0, 1),
+             "back": (2, 0, 0), "left": (0, 1, 0), "right": (0, 2, 0)}  # fmt: skip
+    fns = {"": 0, "attack": 3, "use": 1}  # MineDojo's functional ids: 1 use, 3 attack
+    expected = {}
+    for m, (move, strafe, jump) in moves.items():
+        for f, fn in fns.items():
+            name = (f or "noop") if m == "noop" else (f"{m}+{f}" if f else m)
+            expected[name] = (move, strafe, jump, 12, 12, fn)
+    # Camera value v turns by 15 * v - 180 degrees: 11 is -15, 13 is +15; positive yaw turns
+    # right, positive pitch looks down.
+    expected |= {"turn_left": (0, 0, 0, 12, 11, 0), "turn_right": (0, 0, 0, 12, 13, 0),
+                 "look_up": (0, 0, 0, 11, 12, 0), "look_down": (0, 0, 0, 13, 12, 0)}  # fmt: skip
+    assert set(expected) == set(combo.names)
+    for i, name in enumerate(combo.names):
+        row = combo.table[i]
+        assert tuple(row[:6]) == expected[name], name
+        assert tuple(row[6:]) == (0, 0)  # no craft or slot argument
+        assert spaces.ACTION_SPACE.contains(row.astype(np.int64))
+    assert len({tuple(r) for r in combo.table}) == 22  # no two ids act the same
+    # A step can move and attack at once, which no paper action does.
+    both = [(r[0] or r[1]) and r[5] == spaces.FN_ATTACK for r in combo.table]
+    assert sum(both) == 5
+    assert not any((r[0] or r[1]) and r[5] for r in spaces.COMPACT_ACTIONS)
+
+
+def test_compact_action_sets_by_name():
+    paper = spaces.compact_action_set("paper")
+    assert paper.table is spaces.COMPACT_ACTIONS and paper.noop == spaces.COMPACT_NOOP
+    assert paper.num_actions == 89 and paper.names == spaces.COMPACT_NAMES
+    assert not spaces.compact_action_set("combo").table.flags.writeable
+    with pytest.raises(KeyError, match="combo"):
+        spaces.compact_action_set("copl")
