@@ -35,6 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
+from benchmarks import common
+
 TASK = "hunt a cow"
 
 
@@ -245,7 +247,7 @@ def run(cfg: Config) -> dict:
         if key not in cpu_cache:  # one CPU figure per measurement, whatever the accel batch
             cpu_cache[key] = _measure(cfg, kind, cpu, cpu_arg)
         row["cpu"] = cpu_cache[key]
-        row["load"] = os.getloadavg()[0]
+        row["load"] = common.load()[0]
         rows.append(row)
         print(_row_line(row), flush=True)
     result = {

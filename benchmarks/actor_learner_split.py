@@ -28,6 +28,8 @@ import time
 
 import tyro
 
+from benchmarks import common
+
 LAYOUTS = {"one": dict(num_devices=1), "split": dict(actor_devices=2, learner_devices=1)}
 CPU_DEVICES = {"one": 1, "split": 2}
 
@@ -49,7 +51,7 @@ class Args:
 
 
 def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+    return list(common.load())
 
 
 def measure(layout: str, updates: int, compile_cache: str) -> dict:

@@ -1,8 +1,8 @@
 """Throughput of envs.bridge.ProcessVectorEnv, each figure with its baseline from the same run.
 
-    python benchmarks/bridge_throughput.py            # all three figures
-    python benchmarks/bridge_throughput.py --only cartpole --seconds 5
-    python benchmarks/bridge_throughput.py --only frames --envs-per-worker 1
+    python -m benchmarks.bridge_throughput            # all three figures
+    python -m benchmarks.bridge_throughput --only cartpole --seconds 5
+    python -m benchmarks.bridge_throughput --only frames --envs-per-worker 1
 
 1. ``slow``: 32 simulated Java instances (20 +/- 5 steps/s each). Async ``recv()`` with
    batch_size=8 vs synchronous ``step()`` waiting for all 32, each as a fraction of the ideal
@@ -20,23 +20,26 @@ The machine's load average is printed beside the figures: on a shared CPU they m
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import resource
 import sys
 import time
+from typing import Literal
 
 import gymnasium as gym
 import numpy as np
+import tyro
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from envs.bridge import ProcessVectorEnv, testing  # noqa: E402
+from benchmarks.common import load_text as _load
+from envs.bridge import ProcessVectorEnv, testing
 
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
+    """python -m benchmarks.bridge_throughput [--only cartpole] [--seconds 5]"""
+
+    only: Literal["slow", "cartpole", "frames"] | None = None  # one figure only (default: all).
     seconds: float = 10.0  # measuring time per configuration
     slow_envs: int = 32  # simulated Java instances
     slow_batch: int = 8  # recv() batch size for the async run
@@ -44,11 +47,6 @@ class BenchConfig:
     seed: int = 0
     rounds: int = 6  # alternating timing windows per comparison
     envs_per_worker: int = 4  # ProcessVectorEnv setting in the CartPole and frame comparisons
-
-
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -198,20 +196,12 @@ def bench_frames(cfg: BenchConfig) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["slow", "cartpole", "frames"], default=None)
-    parser.add_argument("--seconds", type=float, default=BenchConfig.seconds)
-    parser.add_argument("--envs-per-worker", type=int, default=BenchConfig.envs_per_worker)
-    parser.add_argument("--rounds", type=int, default=BenchConfig.rounds)
-    args = parser.parse_args()
-    cfg = BenchConfig(
-        seconds=args.seconds, envs_per_worker=args.envs_per_worker, rounds=args.rounds
-    )
+def main(argv=None) -> None:
+    cfg = tyro.cli(BenchConfig, args=argv)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {_load()}")
     benches = {"slow": bench_slow, "cartpole": bench_cartpole, "frames": bench_frames}
     for name, fn in benches.items():
-        if args.only in (None, name):
+        if cfg.only in (None, name):
             fn(cfg)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 
 import tyro
 
@@ -46,13 +45,13 @@ def main(args: Args) -> dict:
         for name, flags in runs.items():
             sps, compile_s = ppo_steps_per_s(args.num_envs, False, args.updates, args.task,
                                              **common, **flags)  # fmt: skip
-            load = os.getloadavg()[0]
+            load = common.load()[0]
             print(f"round {r}: {name}: {sps:,.0f} env steps/s (compile {compile_s:.0f} s, "
                   f"load {load:.2f})", flush=True)  # fmt: skip
             best[name] = max(best[name], sps)
     (mc, manual) = best.values()
     result = {**best, "ratio mineclip/manual": mc / manual,
-              "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}  # fmt: skip
+              "load": " ".join(f"{x:.2f}" for x in common.load())}  # fmt: skip
     print(json.dumps(result))
     return result
 

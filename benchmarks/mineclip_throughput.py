@@ -3,8 +3,8 @@ cost of one reward step with the per-env feature cache vs recomputing all 16 fra
 `--reference DIR` the same figures for the official PyTorch MineCLIP on the same weights and
 inputs, in the same process, with ratios. Full-size ViT-B/16 at 160x256, random weights, CPU.
 
-    python benchmarks/mineclip_throughput.py                                  # JAX only
-    python benchmarks/mineclip_throughput.py --reference /tmp/mineclip_ref    # + official torch
+    python -m benchmarks.mineclip_throughput                                  # JAX only
+    python -m benchmarks.mineclip_throughput --reference /tmp/mineclip_ref    # + official torch
 
 The official checkout is never vendored (git clone https://github.com/MineDojo/MineCLIP);
 its model needs `pip install "torch>=2.1" x-transformers==0.27.1 einops dm-tree`.
@@ -87,13 +87,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -101,6 +98,7 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 import mineclip_jax as mcj  # noqa: E402
+from benchmarks.common import alternate, timed  # noqa: E402, F401 (re-exported)
 from experiments.mineclip_parity.parity import build_official, import_official  # noqa: E402
 from mineclip_jax import reward as rw  # noqa: E402
 
@@ -130,31 +128,6 @@ class Measurement:
     items: int
     unit: str
     calls: dict[str, Callable[[], object]]
-
-
-def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(wall s, process CPU s) per call of fn (already warmed up)."""
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    for _ in range(repeats):
-        jax.block_until_ready(fn())
-    return (time.perf_counter() - wall0) / repeats, (time.process_time() - cpu0) / repeats
-
-
-def alternate(
-    calls: dict[str, Callable[[], object]], rounds: int, repeats: int, timer=timed, load=None
-) -> dict[str, list[tuple[float, float, float]]]:
-    """Warm every call up, then time them in `rounds` rounds, the order reversed every other
-    round. Returns impl -> [(wall s, CPU s, 1-min load average after the call)] per round."""
-    load = load or (lambda: os.getloadavg()[0])
-    for fn in calls.values():
-        jax.block_until_ready(fn())
-    out = {name: [] for name in calls}
-    names = list(calls)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            wall, cpu = timer(calls[name], repeats)
-            out[name].append((wall, cpu, load()))
-    return out
 
 
 def summarize(times: dict[str, list[tuple[float, float, float]]], base: str, other: str) -> dict:

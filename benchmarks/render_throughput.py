@@ -1,7 +1,7 @@
 """Rendered frames/s of the voxel renderer (envs/voxel/render.py) at 160x256.
 
-    python benchmarks/render_throughput.py                      # batches 1 16 64
-    python benchmarks/render_throughput.py --batches 1 16 64 256 --repeats 5
+    python -m benchmarks.render_throughput                      # batches 1 16 64
+    python -m benchmarks.render_throughput --batches 1 16 64 256 --repeats 5
 
 Scenes: the world generator's 64x32x64 world (a hand-built one if the generator is missing),
 cameras on the surface looking around, 2-4 mobs in view per scene, 16 mob slots.
@@ -89,7 +89,7 @@ variant below gave pixel-identical frames to the previous renderer):
 - make_scene padded the mob slots of `num_mobs` as alive cows at the origin (12 of the 16
   slots of these scenes); they are dead now, so figures from here on have 2-4 mobs per scene.
 - batch 64, same process, load 7.1: old 32.8 -> new 19.9 ms/frame of CPU (wall 42.3 -> 23.1);
-  `python benchmarks/render_throughput.py --batches 64` at load 7.0: 42.9 frames/s (23.3
+  `python -m benchmarks.render_throughput --batches 64` at load 7.0: 42.9 frames/s (23.3
   ms/frame), /usr/bin/time user 14.0 s vs wall 22.0 s for the whole script. Before this pass
   the same command gave 29.5 frames/s at load 2.5, and 43.7 on an idle machine.
 - two cores: XLA:CPU (jax 0.10) runs one thunk per kernel; two independent lax.map chains were
@@ -102,16 +102,13 @@ variant below gave pixel-identical frames to the previous renderer):
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-import time
+import dataclasses
 
 import jax
 import jax.numpy as jnp
+import tyro
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # repo root
-
+from benchmarks import common
 from envs.voxel import render as R
 from envs.voxel.make_strip import demo_scenes, demo_world
 from envs.voxel.textures import FACE_BOTTOM, FACE_TOP, FACE_X, FACE_Z, make_render_assets
@@ -168,30 +165,30 @@ def naive_render(scene: R.Scene, assets, cfg: R.RenderConfig):
     return (rgb * 255).astype(jnp.uint8).reshape(cfg.height, cfg.width, 3)
 
 
+@dataclasses.dataclass
+class Args:
+    """python -m benchmarks.render_throughput --batches 1 16 64"""
+
+    batches: tuple[int, ...] = (1, 16, 64)  # frames rendered per call, one figure each.
+    baseline_batches: tuple[int, ...] = (1, 16)  # batches also timed with the naive baseline.
+    repeats: int = 3  # timed calls per batch (the best is kept).
+    max_distance: float = R.RenderConfig().max_distance  # the renderer's view distance (blocks).
+
+
 def best_time(fn, arg, repeats):
-    jax.block_until_ready(fn(arg))  # warm-up after compilation
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(arg))
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    """The fastest of `repeats` calls fn(arg) after a warm-up call (`common.best_time`)."""
+    return common.best_time(fn, lambda _: (arg,), repeats)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64])
-    ap.add_argument("--baseline-batches", type=int, nargs="+", default=[1, 16])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--max-distance", type=float, default=R.RenderConfig().max_distance)
-    args = ap.parse_args(argv)
+    args = tyro.cli(Args, args=argv)
 
     cfg = R.RenderConfig(max_distance=args.max_distance)
     blocks, block_names, mob_names = demo_world(0)
     assets = make_render_assets(block_names, mob_names)
     all_scenes = demo_scenes(blocks, mob_names, max(args.batches), seed=1, num_mobs=16)
     print(f"devices: {jax.devices()}  world {blocks.shape}  image {cfg.height}x{cfg.width}")
-    print(f"max_distance {cfg.max_distance}  max_steps {cfg.max_steps}  load {os.getloadavg()}")
+    print(f"max_distance {cfg.max_distance}  max_steps {cfg.max_steps}  {common.load_text()}")
     fast = jax.jit(jax.vmap(lambda s: R.render_first_person(s, assets, cfg)))
     naive = jax.jit(jax.vmap(lambda s: naive_render(s, assets, cfg)))
     for b in args.batches:
@@ -201,7 +198,7 @@ def main(argv=None):
         if b in args.baseline_batches:
             tb = best_time(naive, scenes, max(1, args.repeats // 2))
             line += f" | naive baseline {b / tb:7.1f} frames/s | ratio {tb / t:5.2f}x"
-        print(line + f"  [load {os.getloadavg()[0]:.1f}]", flush=True)
+        print(line + f"  [load {common.load()[0]:.1f}]", flush=True)
 
 
 if __name__ == "__main__":

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-import time
 
 import jax
 import jax.numpy as jnp
 import tyro
 from jax.sharding import PartitionSpec as P
 
+from benchmarks import common
 from envs import spaces
 from envs.tasks import paper
 from envs.voxel import env as E
@@ -87,15 +86,7 @@ def _on_devices(local, mesh):
     return jax.jit(f)
 
 
-def _best_time(run, args_for, repeats):
-    jax.block_until_ready(run(*args_for(1)))  # compile
-    best = float("inf")
-    for r in range(repeats):
-        args = args_for(2 + r)
-        t = time.perf_counter()
-        jax.block_until_ready(run(*args))
-        best = min(best, time.perf_counter() - t)
-    return best
+_best_time = common.best_time
 
 
 def _mesh(batch: int, devices: int):
@@ -163,7 +154,7 @@ def main(cfg: Config) -> list[dict]:
         settings += [(b, False) for b in cfg.batches]
     if cfg.render_on:
         settings += [(b, True) for b in cfg.render_batches]
-    print(f"devices: {jax.devices()}  load average: {os.getloadavg()}")
+    print(f"devices: {jax.devices()}  {common.load_text()}")
     print(f"{'render':>6} {'batch':>6} {'devices':>7} {'steps/s':>12} {'x MineDojo':>11} "
           f"{'x Craftax':>10} {'x 1 device':>10}  load")  # fmt: skip
     for batch, render in settings:
@@ -175,7 +166,7 @@ def main(cfg: Config) -> list[dict]:
             row = dict(render=render, batch=batch, devices=devices, steps_per_s=sps,
                        vs_minedojo=sps / MINEDOJO_STEPS_PER_S,
                        vs_craftax=None if ref is None else sps / ref,
-                       vs_one_device=sps / one, load=os.getloadavg()[0])  # fmt: skip
+                       vs_one_device=sps / one, load=common.load()[0])  # fmt: skip
             rows.append(row)
             cx = "-" if ref is None else f"{sps / ref:.2f}"
             print(f"{str(render):>6} {batch:>6} {devices:>7} {sps:>12.1f} "
