@@ -44,6 +44,11 @@ def pytest_configure(config):
     A JAX_COMPILATION_CACHE_DIR set by the caller is kept (a warm cache, on purpose)."""
     config.addinivalue_line(
         "markers",
+        "slow: one of the suite's longest tests (processes, whole training runs, the notebook); "
+        'CI runs them, a contributor may leave them out with -m "not slow" (CONTRIBUTING.md)',
+    )
+    config.addinivalue_line(
+        "markers",
         "default_codegen: runs in a child pytest with XLA's default code generation (for tests "
         "of bit-exact numerics; the suite's quick-compile flags change how XLA fuses and rounds)",
     )
@@ -118,7 +123,38 @@ LONG_FIRST = (
 )
 
 
+# The suite's longest tests, marked `slow` here (with every `default_codegen` test, which reruns in
+# a child pytest, and LONG_FIRST): multi-process runs (jax.distributed, the all-cores children),
+# the notebook, whole CLI training runs on the process and Malmo backends, the accelerator
+# script's tiny run. `python -m pytest -q -n 2 -m "not slow"` leaves them out; CI runs them all.
+# A node id that ends in "::" marks every test of its file.
+SLOW = (
+    "tests/agents/test_distributed.py::",
+    "tests/agents/test_distributed_resume.py::",
+    "tests/mineclip_jax/test_distributed.py::",
+    "tests/mineclip_jax/test_train_distributed.py::",
+    "tests/agents/test_notebook.py::",
+    "tests/agents/test_evaluate_cores.py::",
+    "tests/data/test_synthetic_cores.py::",
+    "tests/agents/test_cli_backends.py::test_process_backend_trains_checkpoints_and_resumes",
+    "tests/agents/test_cli_backends.py::test_process_rollout_metrics_obs_layout_and_tasks",
+    "tests/agents/test_cli_backends.py::test_minedojo_backend_trains_against_a_fake_malmo_server",
+    "tests/benchmarks/test_accelerator.py::test_tiny_run_measures_every_planned_row_and_writes_the_table",
+    *LONG_FIRST,
+)
+
+
+def _is_slow(item) -> bool:
+    nodeid = item.nodeid
+    return item.get_closest_marker("default_codegen") is not None or any(
+        nodeid.startswith(s) if s.endswith("::") else nodeid.split("[")[0] == s for s in SLOW
+    )
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
     rank = {nodeid: i for i, nodeid in enumerate(LONG_FIRST)}
     long = sorted((it for it in items if it.nodeid in rank), key=lambda it: rank[it.nodeid])
     rest = [it for it in items if it.nodeid not in rank]
