@@ -2,9 +2,11 @@
 
 Three groups of four, one multi-task agent per group in the paper:
 
-* Animal-Zoo (programmatic): milk a cow, hunt a cow, shear a sheep, hunt a sheep. Pigs, sheep and
-  cows are spawned together as distractors (the task's animal is listed first in
-  ``initial_mobs``); the hunts end as soon as any animal is killed.
+* Animal-Zoo (programmatic): milk a cow, hunt a cow, shear a sheep, hunt a sheep, on plains
+  worlds (no ocean, portal or house). Pigs, sheep and cows are spawned together as distractors
+  (paper appendix G; the task's animal is listed first in ``initial_mobs``) within MineDojo's
+  ranges for the task (hunt +-7, milk and shear +-10); the hunts end as soon as any animal is
+  killed.
 * Mob-Combat (programmatic): combat a spider / zombie / zombie pigman / enderman at night with a
   diamond sword, shield and full diamond armour (as MineCLIP's sample dense-reward envs).
 * Creative: find a nether portal, find an ocean, dig a hole, put carpets on the floor. The paper
@@ -19,8 +21,21 @@ from __future__ import annotations
 from envs.tasks.spec import InventoryItem, SuccessCriterion, TaskSpec
 
 _ZOO = ("sheep", "cow", "pig")
-_ZOO_RANGE = dict(
-    initial_mob_spawn_range_low=(-10, 1, -10), initial_mob_spawn_range_high=(10, 1, 10)
+# Spawn ranges and biome as MineDojo's catalogue sets them for the same act (the paper does not
+# publish its Animal-Zoo setup); the distractors share the target's range, as every mob of a
+# MineDojo spec's `initial_mobs` does. docs/tasks.md lists what still differs from MineDojo.
+_HUNT_CONDITIONS = dict(
+    initial_mob_spawn_range_low=(-7, 1, -7),  # combat_{cow,sheep}_plains_* (MineDojo catalogue)
+    initial_mob_spawn_range_high=(7, 1, 7),  # combat_{cow,sheep}_plains_*
+    specified_biome="plains",  # combat_{cow,sheep}_plains_*
+)
+_MILK_SHEAR_CONDITIONS = dict(
+    # harvest_milk_with_empty_bucket_and_cow / harvest_wool_with_shears_and_sheep (catalogue)
+    initial_mob_spawn_range_low=(-10, 1, -10),
+    initial_mob_spawn_range_high=(10, 1, 10),  # the same two specs
+    # Ours: those two specs have no biome (a default world). Plains as for the hunts: the paper
+    # trains one agent on the group, and MineCLIP's sample hunt env is in sunflower plains.
+    specified_biome="plains",
 )
 _DIAMOND_KIT = (
     InventoryItem("mainhand", "diamond_sword"),
@@ -45,6 +60,9 @@ def _combat(mob: str, prompt: str) -> TaskSpec:
         target_names=(mob,),
         target_quantities=(1,),
         initial_mobs=(mob,),
+        # +-7 and plains: combat_{zombie,spider}_plains_diamond_armors_diamond_sword_shield in
+        # MineDojo's catalogue (its enderman and pigman specs are in the End / the Nether,
+        # which the world lacks; the same conditions are used for them)
         initial_mob_spawn_range_low=(-7, 1, -7),
         initial_mob_spawn_range_high=(7, 1, 7),
         initial_inventory=_DIAMOND_KIT,
@@ -69,7 +87,7 @@ _TASKS = (
         success=SuccessCriterion("inventory", ("milk_bucket",)),
         max_steps=500,
         attack_bonus=0.0,  # manual shaping is navigation only (paper G.1): no pay for hits
-        **_ZOO_RANGE,
+        **_MILK_SHEAR_CONDITIONS,
     ),
     TaskSpec(
         id="hunt_cow",
@@ -83,7 +101,7 @@ _TASKS = (
         success=SuccessCriterion("kill", ("cow",)),
         end_on_any_kill=True,
         max_steps=500,
-        **_ZOO_RANGE,
+        **_HUNT_CONDITIONS,
     ),
     TaskSpec(
         id="shear_sheep",
@@ -97,7 +115,7 @@ _TASKS = (
         success=SuccessCriterion("inventory", ("wool",)),
         max_steps=500,
         attack_bonus=0.0,  # manual shaping is navigation only (paper G.1): no pay for hits
-        **_ZOO_RANGE,
+        **_MILK_SHEAR_CONDITIONS,
     ),
     TaskSpec(
         id="hunt_sheep",
@@ -111,7 +129,7 @@ _TASKS = (
         success=SuccessCriterion("kill", ("sheep",)),
         end_on_any_kill=True,
         max_steps=500,
-        **_ZOO_RANGE,
+        **_HUNT_CONDITIONS,
     ),
     _combat("spider", "combat a spider"),
     _combat("zombie", "combat a zombie"),

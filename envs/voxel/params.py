@@ -1,8 +1,15 @@
 """Task -> params: ``make_params`` turns a ``TaskSpec`` into the world's traced ``VoxelParams``
 (initial inventory and mobs, spawn biome, time of day, the privileged target, physics constants).
+
+A task with a ``specified_biome`` the generator can make a whole world of (``world_biome``) runs
+on single-biome worlds, as MineDojo's ``BiomeGenerator`` gives it: the Mob-Combat and Animal-Zoo
+tasks on plains without the Creative structures. Other tasks run on the mixed worlds.
 """
 
 from __future__ import annotations
+
+import functools
+import zlib
 
 import jax.numpy as jnp
 import numpy as np
@@ -15,6 +22,42 @@ from envs.voxel.state import VoxelParams, VoxelStaticConfig, WorldPool
 NUM_RAW_SLOTS = 41
 TARGET_NONE, TARGET_ENTITY, TARGET_PORTAL, TARGET_OCEAN, TARGET_HOUSE = range(5)
 TARGET_KINDS = {"none": 0, "entity": 1, "portal": 2, "ocean": 3, "house": 4}
+
+
+def world_biome(spec: TaskSpec) -> str | None:
+    """The biome ``spec``'s worlds are made of (None: mixed worlds with the Creative structures).
+
+    Creative tasks always get the mixed worlds their targets (ocean, portal, house) live in.
+    """
+    if spec.category == "creative" or spec.specified_biome not in worldgen.SINGLE_BIOMES:
+        return None
+    return spec.specified_biome
+
+
+def pool_for(
+    spec: TaskSpec, static: VoxelStaticConfig, seed: int = 0, pool: WorldPool | None = None
+):
+    """The world pool ``spec`` runs on: ``pool`` when it suits the task, else one generated.
+
+    A task with a single-biome world (``world_biome``) given a pool that is not all that biome
+    gets a pool of that biome instead, of the same size; its seed comes from the given pool's
+    contents, so tasks sharing one pool share the derived worlds too and pools of different
+    seeds (e.g. data splits) derive different worlds. Any pool suits a task without one.
+    """
+    biome = world_biome(spec)
+    if pool is None:
+        return worldgen.generate_pool(seed, static.world_pool_size or 1, static, biome)
+    if biome is None or worldgen.pool_biome(pool) == worldgen.SINGLE_BIOMES[biome]:
+        return pool
+    derived_seed = zlib.crc32(np.asarray(pool.blocks).tobytes())
+    return _derived_pool(derived_seed, pool.blocks.shape[0], static, biome)
+
+
+@functools.lru_cache(maxsize=4)
+def _derived_pool(seed: int, size: int, static: VoxelStaticConfig, biome: str) -> WorldPool:
+    # Cached: every task of a group (and every scripted behaviour of data.synthetic) derives
+    # the same pool from the same shared one.
+    return worldgen.generate_pool(seed, size, static, biome)
 
 
 def make_params(
@@ -33,7 +76,8 @@ def make_params(
       spec: the task.
       static: world shape.
       seed: seed of the world pool (ignored when ``pool`` is given).
-      pool: reuse an existing ``WorldPool`` (e.g. shared between tasks).
+      pool: reuse an existing ``WorldPool`` (e.g. shared between tasks); a task whose worlds
+        are of one biome replaces a pool that is not by one of that biome (see ``pool_for``).
       target: what the privileged target distance measures: "entity", "portal", "ocean",
         "house" or "none"; inferred from the task when None.
       passive_mobs: wandering passive animals added at reset (default: 4, or 0 for combat).
@@ -44,8 +88,7 @@ def make_params(
     ok, why = can_run(spec)
     if not ok:
         raise ValueError(f"task {spec.id!r} cannot run in the voxel world: {why}")
-    if pool is None:
-        pool = worldgen.generate_pool(seed, static.world_pool_size or 1, static)
+    pool = pool_for(spec, static, seed, pool)
     if pool.blocks.shape[1:] != (static.size_x, static.size_y, static.size_z):
         raise ValueError(
             f"world pool of shape {pool.blocks.shape[1:]} does not match the static world size "

@@ -7,6 +7,10 @@ bedrock / stone (with coal, iron, gold and diamond ore by depth) / dirt / surfac
 to sea level in oceans, beaches and swamps, then trees, cacti, grass tufts and flowers, a nether
 portal frame (obsidian, lit) and a small house with a plank floor, each on its own levelled
 platform so tasks can always reach them.
+
+A task with a ``specified_biome`` gets what MineDojo's ``BiomeGenerator`` gives it: a world of
+that one biome (``generate_world(..., biome="plains")``), with its terrain, plants and trees but
+no ocean, portal or house (the Creative tasks' structures).
 """
 
 from __future__ import annotations
@@ -25,6 +29,15 @@ _OCEAN, _PLAINS, _FOREST, _DESERT, _BEACH, _HILLS, _SWAMP = (
 )
 _LAND_BIOMES = np.array([_PLAINS, _FOREST, _DESERT, _HILLS, _SWAMP], np.int32)
 NUM_SEEDS = 8
+# Biomes a single-biome world can be made of (by MineDojo name); sunflower plains (the biome of
+# MineCLIP's sample hunt env) is generated as plains, the world's blocks having no sunflowers.
+SINGLE_BIOMES: dict[str, int] = {
+    "plains": _PLAINS, "sunflower_plains": _PLAINS, "forest": _FOREST, "desert": _DESERT,
+    "extreme_hills": _HILLS, "swampland": _SWAMP,
+}  # fmt: skip
+# Where a single-biome world puts the structures it does not have: far outside every world, so
+# spawn exclusion zones and target distances never meet them.
+NO_STRUCTURE = -1000
 
 # Leaves around a tree top (dx, dy, dz) relative to the top log.
 _LEAF_OFFSETS = np.array(
@@ -105,8 +118,16 @@ def _box_mask(shape, lo, hi):
     )
 
 
-def generate_world(seed: int, static: VoxelStaticConfig) -> dict:
-    """One world (NumPy arrays): blocks, per-column biome, ocean distance, structure locations."""
+def generate_world(seed: int, static: VoxelStaticConfig, biome: str | None = None) -> dict:
+    """One world (NumPy arrays): blocks, per-column biome, ocean distance, structure locations.
+
+    ``biome``: None for the mixed world with the Creative structures; a name in
+    ``SINGLE_BIOMES`` for a world of that biome only, with no ocean, portal or house (their
+    locations are set to ``NO_STRUCTURE``).
+    """
+    if biome is not None and biome not in SINGLE_BIOMES:
+        raise ValueError(f"no single-biome world of {biome!r}; one of {sorted(SINGLE_BIOMES)}")
+    single = None if biome is None else SINGLE_BIOMES[biome]
     sx, sy, sz, sea = static.size_x, static.size_y, static.size_z, static.sea_level
     rng = np.random.default_rng(seed)
     xs = np.arange(sx, dtype=np.float32)[:, None] + 0.5
@@ -116,6 +137,8 @@ def generate_world(seed: int, static: VoxelStaticConfig) -> dict:
     seeds = rng.uniform(0, 1, (NUM_SEEDS, 2)) * np.array([sx, sz], np.float32)
     rest = rng.choice(_LAND_BIOMES, NUM_SEEDS - 3)
     seed_biome = np.concatenate([np.array([_OCEAN, _PLAINS, _FOREST], np.int32), rest])
+    if single is not None:  # after the draws above, so mixed worlds keep their random stream
+        seed_biome = np.full(NUM_SEEDS, single, np.int32)
     wx = xs + 4.0 * _noise(rng, xs, zs)
     wz = zs + 4.0 * _noise(rng, xs, zs)
     d = np.sqrt((wx[..., None] - seeds[:, 0]) ** 2 + (wz[..., None] - seeds[:, 1]) ** 2)
@@ -198,6 +221,17 @@ def generate_world(seed: int, static: VoxelStaticConfig) -> dict:
     for i in np.nonzero(grow)[0]:
         blocks[tx[i], th[i] + 1 : th[i] + 1 + trunk[i], tz[i]] = B["log"]
 
+    if single is not None:
+        far = np.float32(NO_STRUCTURE)
+        return dict(
+            blocks=blocks.astype(np.uint8),
+            biome=biome.astype(np.int32),
+            ocean_distance=ocean_distance.astype(np.float32),
+            portal_center=np.full(3, far, np.float32),
+            house_floor=np.full(4, NO_STRUCTURE, np.int32),
+            house_floor_y=np.int32(NO_STRUCTURE),
+        )
+
     # --- nether portal (west half) ---------------------------------------------------------
     k_p = rng.integers(0, 1 << 30, 2)
     px = 3 + k_p[0] % max(sx // 2 - 10, 1)
@@ -254,14 +288,23 @@ def generate_world(seed: int, static: VoxelStaticConfig) -> dict:
     )
 
 
-def generate_pool(seed: int, size: int, static: VoxelStaticConfig) -> WorldPool:
+def generate_pool(
+    seed: int, size: int, static: VoxelStaticConfig, biome: str | None = None
+) -> WorldPool:
     """``size`` worlds from one integer seed, stacked into a ``WorldPool`` of JAX arrays.
 
     Generation runs once, in NumPy, when params are built (no compile time); resets then draw a
-    world from the pool and randomise the spawn point, mobs and time on it.
+    world from the pool and randomise the spawn point, mobs and time on it. ``biome``: as in
+    ``generate_world`` (None: mixed worlds with the Creative structures).
     """
     if size <= 0:
         raise ValueError(f"world pool size must be positive, got {size}")
     seeds = np.random.SeedSequence(int(seed)).generate_state(size)
-    worlds = [generate_world(int(s), static) for s in seeds]
+    worlds = [generate_world(int(s), static, biome) for s in seeds]
     return WorldPool(**{k: jnp.asarray(np.stack([w[k] for w in worlds])) for k in worlds[0]})
+
+
+def pool_biome(pool: WorldPool) -> int | None:
+    """The biome id every column of every world in ``pool`` has, or None for a mixed pool."""
+    ids = np.unique(np.asarray(pool.biome))
+    return int(ids[0]) if ids.size == 1 else None

@@ -4,8 +4,10 @@ import jax
 import numpy as np
 import pytest
 
+from envs import spaces
 from envs.tasks import paper
 from envs.voxel import scripted
+from envs.voxel import tables as T
 from tests.envs.voxel import helpers as H
 
 # Expected sparse return of a successful episode: +1 per kill / milk bucket, +1 per wool unit
@@ -81,3 +83,45 @@ def test_creative_success_is_reported_sticky_and_never_terminates():
     _, state, _, term, _, info = _step(jax.random.key(2), state, noop, params, H.STATIC)
     assert float(info["signals"].target_distance) > 10.0
     assert bool(info["success"]) and not bool(term)  # it passed this episode; nothing ended
+
+
+# Blocks of the Creative worlds' ocean, beach, portal and house (the house sits on a stone
+# platform, but stone is everywhere underground).
+_CREATIVE_BLOCKS = ("water", "sand", "obsidian", "portal", "planks", "cobblestone")
+
+
+@pytest.mark.parametrize("task_id", paper.ANIMAL_ZOO + paper.MOB_COMBAT)
+def test_zoo_and_combat_worlds_are_plains_without_the_creative_structures(task_id):
+    # Given the shared mixed pool, the plains tasks run on plains worlds derived from it (one
+    # derived pool for all of them); the Creative tasks keep the mixed pool itself.
+    params = H.params_for(paper.PAPER_TASKS[task_id], flat=False)
+    pool = params.pool
+    assert pool.blocks.shape == H.pool().blocks.shape
+    assert (np.asarray(pool.biome) == spaces.biome_id("plains")).all()
+    present = set(np.unique(np.asarray(pool.blocks)).tolist())
+    for name in _CREATIVE_BLOCKS:
+        assert T.B[name] not in present, name
+    assert T.B["grass"] in present and T.B["log"] in present  # plains have a few trees
+    assert (np.asarray(pool.house_floor) < 0).all()  # no house for spawns to avoid
+    again = H.params_for(paper.get("hunt a cow"), flat=False).pool
+    assert again.blocks is pool.blocks
+    creative = H.params_for(paper.get("find an ocean"), flat=False).pool
+    assert creative.blocks is H.pool().blocks
+
+
+@pytest.mark.parametrize("task_id,reach", [("hunt_cow", 7.0), ("hunt_sheep", 7.0),
+                                           ("milk_cow", 10.0), ("shear_sheep", 10.0)])  # fmt: skip
+def test_zoo_animals_spawn_within_minedojo_ranges(task_id, reach):
+    spec = paper.PAPER_TASKS[task_id]
+    lo, hi = spec.initial_mob_spawn_range_low, spec.initial_mob_spawn_range_high
+    assert (lo[0], lo[2], hi[0], hi[2]) == (-reach, -reach, reach, reach)
+    assert spec.specified_biome == "plains"
+    params = H.params_for(spec, flat=False)
+    offsets = []
+    for k in range(16):
+        _, state = H.reset(jax.random.key(k), params, H.STATIC)
+        assert int(state.mobs.mob_type[0]) == spaces.entity_id(spec.initial_mobs[0])
+        offsets.append(np.asarray(state.mobs.pos[:3] - state.player.pos)[:, [0, 2]])
+    offsets = np.abs(np.stack(offsets))  # [16, animals, (x, z)]
+    assert offsets.max() <= reach + 1e-4  # every animal, distractors too
+    assert offsets.max() > reach - 3.0  # and the range is used, not a smaller one
