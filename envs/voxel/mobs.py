@@ -1,4 +1,4 @@
-"""Mobs of the embedded world: placement at reset, melee hits, AI (wander, chase, flee),
+"""Mobs of the embedded world: placement at reset, melee hits, AI (wander, chase, panic),
 gravity, attacks on the player and hostile spawning at night.
 
 Mobs move as points on the block grid (auto-jumping one block) rather than as boxes.
@@ -99,7 +99,7 @@ def new_mobs(u, blocks, player_pos, params: VoxelParams, static: VoxelStaticConf
 
 
 def attack_mob(state: VoxelState, u, idx, enable, params: VoxelParams, txn: Txn):
-    """Melee hit on mob ``idx``: damage, knockback, flee/anger, death, drops, stats."""
+    """Melee hit on mob ``idx``: damage, knockback, panic/anger, death, drops, stats."""
     mobs = state.mobs
     held = state.inv.item[0]
     dmg = jnp.asarray(T.ITEM_DAMAGE)[held]
@@ -107,6 +107,7 @@ def attack_mob(state: VoxelState, u, idx, enable, params: VoxelParams, txn: Txn)
     health = mobs.health[idx] - jnp.where(can, dmg, 0.0)
     dies = can & (health <= 0)
     t = mobs.mob_type[idx]
+    panics = can & jnp.asarray(T.MOB_PASSIVE)[t]
     away = mobs.pos[idx] - state.player.pos
     away = away.at[1].set(0.0)
     away = away / (jnp.linalg.norm(away) + 1e-6)
@@ -119,9 +120,10 @@ def attack_mob(state: VoxelState, u, idx, enable, params: VoxelParams, txn: Txn)
         alive=mobs.alive.at[idx].set(mobs.alive[idx] & ~dies),
         hurt=mobs.hurt.at[idx].set(jnp.where(can, 1.0, mobs.hurt[idx])),
         immune=mobs.immune.at[idx].set(jnp.where(can, 10, mobs.immune[idx])),
-        flee=mobs.flee.at[idx].set(
-            jnp.where(can & jnp.asarray(T.MOB_PASSIVE)[t], 100, mobs.flee[idx])
-        ),
+        # A hit (re)starts the panic: revenge-targeted for PANIC_TICKS, and the expired AI timer
+        # makes the next update pick a panic spot.
+        flee=mobs.flee.at[idx].set(jnp.where(panics, T.PANIC_TICKS, mobs.flee[idx])),
+        ai_timer=mobs.ai_timer.at[idx].set(jnp.where(panics, 0, mobs.ai_timer[idx])),
         angry=mobs.angry.at[idx].set(mobs.angry[idx] | (can & jnp.asarray(T.MOB_NEUTRAL)[t])),
         pos=mobs.pos.at[idx].set(new_pos),
     )
@@ -157,24 +159,37 @@ def update_mobs(state: VoxelState, key, params: VoxelParams, static: VoxelStatic
     hostile = jnp.asarray(T.MOB_HOSTILE)[t] | (jnp.asarray(T.MOB_NEUTRAL)[t] & mobs.angry)
     chase = mobs.alive & hostile & (dist_h < 16.0) & (p.health > 0)
     fleeing = mobs.flee > 0
-    # Wander decisions.
-    new_decision = mobs.ai_timer <= 0
-    rand_yaw = key[:m] * 360.0 - 180.0  # key: uniforms [3 * m + 3]
-    rand_walk = key[m : 2 * m] < 0.6
-    wander_yaw = jnp.where(new_decision, rand_yaw, mobs.yaw)
-    walking = jnp.where(new_decision, rand_walk, mobs.walking)
-    ai_timer = jnp.where(
-        new_decision, 40 + jnp.floor(key[2 * m : 3 * m] * 80).astype(I32), mobs.ai_timer - 1
-    )
-    to_player = jnp.rad2deg(jnp.arctan2(-delta[:, 0], delta[:, 2]))
-    yaw = jnp.where(chase, to_player, jnp.where(fleeing, to_player + 180.0, wander_yaw))
-    yaw = (yaw + 180.0) % 360.0 - 180.0
     base = jnp.asarray(T.MOB_SPEED)[t]
+    panic_speed = base * jnp.asarray(T.MOB_PANIC_SPEED)[t]
+    # Wander and panic decisions come when the AI timer runs out, from the same uniforms
+    # (key: [3 * m + 3]; a mob makes one kind of decision at a time).
+    new_decision = mobs.ai_timer <= 0
+    u_yaw, u_walk, u_timer = key[:m], key[m : 2 * m], key[2 * m : 3 * m]
+    # Wander: a random heading, walking or standing, for 40-119 ticks.
+    wander_yaw = jnp.where(new_decision, u_yaw * 360.0 - 180.0, mobs.yaw)
+    walking = jnp.where(new_decision, u_walk < 0.6, mobs.walking)
+    wander_timer = 40 + jnp.floor(u_timer * 80).astype(I32)
+    # Panic (EntityAIPanic): run to a random block within PANIC_RANGE horizontally; the AI timer
+    # counts the ticks the leg takes, so arriving (or being blocked, below) picks the next spot.
+    r_panic = T.PANIC_RANGE
+    panic_dx = jnp.floor(u_yaw * (2 * r_panic + 1)) - r_panic
+    panic_dz = jnp.floor(u_walk * (2 * r_panic + 1)) - r_panic
+    panic_yaw = jnp.where(new_decision, jnp.rad2deg(jnp.arctan2(-panic_dx, panic_dz)), mobs.yaw)
+    leg_ticks = jnp.ceil(jnp.hypot(panic_dx, panic_dz) / jnp.maximum(panic_speed, 1e-3))
+    panic_timer = jnp.maximum(leg_ticks.astype(I32), 1)
+    ai_timer = jnp.where(
+        new_decision, jnp.where(fleeing, panic_timer, wander_timer), mobs.ai_timer - 1
+    )
+    # The panic's last tick: the next update makes a fresh wander decision.
+    ai_timer = jnp.where(mobs.flee == 1, 0, ai_timer)
+    to_player = jnp.rad2deg(jnp.arctan2(-delta[:, 0], delta[:, 2]))
+    yaw = jnp.where(chase, to_player, jnp.where(fleeing, panic_yaw, wander_yaw))
+    yaw = (yaw + 180.0) % 360.0 - 180.0
     is_skeleton = t == T.M["skeleton"]
     speed = jnp.where(
         chase,
         jnp.where(is_skeleton & (dist_h < 6.0), 0.0, base * 1.3),
-        jnp.where(fleeing, base * 2.5, jnp.where(walking, base, 0.0)),
+        jnp.where(fleeing, panic_speed, jnp.where(walking, base, 0.0)),
     )
     speed = jnp.where(chase & (dist_h < 0.8), 0.0, speed)
     r = jnp.deg2rad(yaw)

@@ -189,6 +189,16 @@ MOB_NEUTRAL = np.array([_MOB_ROWS[n][5] for n in MOB_NAMES], bool)
 MOB_MELEE = np.array([_MOB_ROWS[n][6] for n in MOB_NAMES], np.float32)
 MOB_RANGED = np.array([_MOB_ROWS[n][7] for n in MOB_NAMES], np.float32)
 MOB_PASSIVE = ~MOB_HOSTILE & ~MOB_NEUTRAL
+# Struck passive animals panic (Minecraft 1.11 EntityAIPanic): while revenge-targeted (100 ticks
+# after the last hit, EntityLivingBase.onEntityUpdate) they run to random spots within
+# PANIC_RANGE blocks horizontally (RandomPositionGenerator.findRandomTarget(creature, 5, 4)),
+# a new one on arrival, at their walking speed times the panic speed modifier each animal's
+# initEntityAI passes: EntityCow 2.0, EntitySheep / EntityPig 1.25, EntityChicken 1.4. Minecraft's
+# ground speed grows faster than linearly with the AI speed; the world scales it linearly.
+PANIC_TICKS = 100
+PANIC_RANGE = 5
+_PANIC_SPEED = {"cow": 2.0, "sheep": 1.25, "pig": 1.25, "chicken": 1.4}
+MOB_PANIC_SPEED = np.array([_PANIC_SPEED.get(n, 1.0) for n in MOB_NAMES], np.float32)
 # Drops: up to two (item, min, max) per mob; sheep's wool only while unsheared.
 _DROPS = {
     "cow": (("beef", 1, 3), ("leather", 0, 2)),

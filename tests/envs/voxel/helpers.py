@@ -85,7 +85,8 @@ def _run(key, state, actions, use_oracle, mode, params, static):
         s = jax.tree.map(keep, s, s2)
         ret = ret + jnp.where(done, 0.0, r)
         success = success | (info["success"] & ~done)
-        out = (s.player.pos, s.player.health, jnp.where(done, 0.0, r), info["dense_reward"], done)
+        out = (s.player.pos, s.player.health, jnp.where(done, 0.0, r), info["dense_reward"], done,
+               s.mobs.pos)  # fmt: skip
         done = done | term | trunc
         return (s, done, success, ret), out
 
@@ -105,6 +106,7 @@ class Rollout:
     health: np.ndarray
     reward: np.ndarray
     dense: np.ndarray
+    mob_pos: np.ndarray  # [STEPS, max_mobs, 3]
 
 
 def noop(n: int = 1) -> np.ndarray:
@@ -128,12 +130,12 @@ def run(state, params, actions=None, oracle_mode=None, key=0) -> Rollout:
     assert actions.shape[0] <= STEPS
     padded = np.concatenate([actions, noop(STEPS - actions.shape[0])])
     use_oracle = np.full(STEPS, oracle_mode is not None)
-    s, done, success, ret, (pos, health, rew, dense, _) = _run(
+    s, done, success, ret, (pos, health, rew, dense, _, mob_pos) = _run(
         jax.random.key(key), state, jnp.asarray(padded), jnp.asarray(use_oracle),
         jnp.int32(oracle_mode or 0), params, STATIC,
     )  # fmt: skip
     return Rollout(s, bool(done), bool(success), float(ret), np.asarray(pos), np.asarray(health),
-                   np.asarray(rew), np.asarray(dense))  # fmt: skip
+                   np.asarray(rew), np.asarray(dense), np.asarray(mob_pos))  # fmt: skip
 
 
 def place_player(state, pos, yaw=0.0, pitch=0.0):

@@ -188,17 +188,45 @@ def test_destroy_equip_drop_slot_actions(flat):
     assert items[3] == 0 and items[0] == 0
 
 
-def test_passive_mob_flees_when_hit(flat):
+@pytest.mark.parametrize("key", [0, 1])
+def test_struck_animal_panics_about_nearby_spots_then_calms_down(flat, key):
+    """Minecraft's EntityAIPanic: random spots within 5 blocks at the panic speed (a cow's is 2x
+    its walk) for PANIC_TICKS after the hit, not a straight flight away from the player."""
     params, state = flat
     state = _equip(state, "diamond_sword")
     state = H.place_mob(state, 0, "cow", [X0, FEET, Z0 + 1.6])
-    r = H.run(state, params, H.act(1, pitch=12 + 1, fn=spaces.FN_ATTACK))  # aim slightly down
+    r = H.run(state, params, H.act(1, pitch=12 + 1, fn=spaces.FN_ATTACK), key=key)  # aim down
     mobs = r.state.mobs
     assert float(mobs.health[0]) == pytest.approx(10.0 - 7.0)  # diamond sword: 7
     assert bool(mobs.alive[0])
-    d = float(jnp.linalg.norm(mobs.pos[0] - r.state.player.pos))
-    assert d > 8.0  # ran away at 2.5x walking speed for the remaining steps
     assert float(r.state.stats_uses[spaces.item_id("diamond_sword")]) == 1
+    xz = r.mob_pos[:, 0, [0, 2]]  # [STEPS, 2]; row 0 is after the hit tick
+    moves = np.diff(xz, axis=0)
+    speed = np.linalg.norm(moves, axis=-1)
+    panic_speed = T.MOB_SPEED[T.M["cow"]] * T.MOB_PANIC_SPEED[T.M["cow"]]
+    assert T.MOB_PANIC_SPEED[T.M["cow"]] == 2.0  # EntityCow's EntityAIPanic(this, 2.0D)
+    panic = slice(0, T.PANIC_TICKS - 1)
+    assert speed[panic].max() == pytest.approx(panic_speed, abs=1e-4)
+    # Bounded: never further than the panic's path from where it was struck (a straight flight
+    # at 2.5x walk went 12.5 blocks), and it changes direction (new spots) on the way.
+    assert np.linalg.norm(xz[: T.PANIC_TICKS] - xz[0], axis=-1).max() <= panic_speed * 100 + 1e-3
+    running = speed[panic] > 1e-4
+    headings = np.round(np.degrees(np.arctan2(moves[panic, 0], moves[panic, 1])))[running]
+    assert len(np.unique(headings)) >= 2
+    # The panic ends with its timer: back to wandering at walking speed at most.
+    assert int(mobs.flee[0]) == 0
+    assert speed[T.PANIC_TICKS + 1 :].max() <= T.MOB_SPEED[T.M["cow"]] + 1e-4
+
+
+def test_a_combo_action_moves_and_attacks_in_one_step(flat):
+    params, state = flat
+    state = _equip(state, "diamond_sword")
+    state = H.place_player(state, [X0, FEET, Z0], pitch=15.0)  # looking 15 degrees down
+    state = H.place_mob(state, 0, "cow", [X0, FEET, Z0 + 1.6])
+    combo = spaces.compact_action_set("combo")
+    r = H.run(state, params, combo.table[combo.names.index("forward+attack")][None])
+    assert float(r.state.mobs.health[0]) == pytest.approx(10.0 - 7.0)
+    assert r.pos[0, 2] > Z0 + 0.05  # and walked forward (+z at yaw 0) in the same tick
 
 
 def test_killing_drops_and_counts(flat):
