@@ -24,8 +24,8 @@ import numpy as np
 import tyro
 
 from data import synthetic
-from experiments.table1.policy_clips import write_clip_dir
 from envs.tasks import paper
+from experiments.table1.policy_clips import write_clip_dir
 
 ZOO_TASKS = tuple(paper.PAPER_TASKS[t].prompt for t in paper.ANIMAL_ZOO)  # the Animal-Zoo prompts
 

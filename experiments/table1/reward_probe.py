@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 
 import numpy as np
 import tyro

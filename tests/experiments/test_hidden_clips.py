@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from experiments.table1 import hidden_clips as H
 from data import synthetic as S
 from data import tokens
+from experiments.table1 import hidden_clips as H
 
 # the policy-clips test's tiny base build: its compiled world is shared within a worker
 BASE = dict(episodes=4, batch=2, test_fraction=0.5, episode_ticks=40, height=16, width=24,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mineclip_jax as mcj
-from experiments.mineclip_mini import evaluate as M
 from data import synthetic as S
+from experiments.mineclip_mini import evaluate as M
 from mineclip_jax import checkpoint
 from mineclip_jax import evaluator as ev
 from mineclip_jax.reward import PAPER_TASK_PROMPTS

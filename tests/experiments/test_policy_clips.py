@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from experiments.table1 import policy_clips as P
 from data import synthetic as S
 from data import tokens
 from envs import spaces
+from experiments.table1 import policy_clips as P
 
 T = 40  # episode steps of the hand-built recordings
 COW = spaces.ENTITIES.index("cow")

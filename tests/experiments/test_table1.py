@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tyro
 
-from experiments.table1 import table1
 from envs.tasks.evaluation import wilson_interval
+from experiments.table1 import table1
 
 TASK = "hunt a cow"  # the smoke runs' task
 TASKS = ("milk a cow", "hunt a cow", "shear a sheep")
