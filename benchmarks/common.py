@@ -9,9 +9,11 @@ more than most code changes do, so a figure is quoted only with its rounds and l
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 def load() -> tuple[float, float, float]:
@@ -71,3 +73,30 @@ def alternate(
 def ratio_text(ratio: float, label: str = "ratio") -> str:
     """'ratio 1.23x' (how many times faster the measured implementation is)."""
     return f"{label} {ratio:.2f}x"
+
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def machine() -> str:
+    """'N-core CPU' or the first device's kind, for a RESULTS.md row."""
+    import jax
+
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return f"{os.cpu_count()}-core CPU"
+    return f"{jax.device_count()}x {device.device_kind}"
+
+
+def record(command: str, figure: str, where: str | None = None, path: Path = RESULTS) -> str:
+    """Add a row (today's date, the command, the machine and its load now, the figure) to the
+    end of the first table of RESULTS.md; returns the row. A script calls it after printing its
+    figure when asked to (`--record`), so the figure goes in with its date and load."""
+    row = (f"| {datetime.date.today().isoformat()} | `{command}` | "
+           f"{where or machine()}, load {' '.join(f'{x:.1f}' for x in load())} | {figure} |")  # fmt: skip
+    lines = path.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
+    lines.insert(end, row)
+    path.write_text("\n".join(lines) + "\n")
+    return row
