@@ -125,8 +125,8 @@ LONG_FIRST = (
 
 # The suite's longest tests, marked `slow` here (with every `default_codegen` test, which reruns in
 # a child pytest, and LONG_FIRST): multi-process runs (jax.distributed, the all-cores children),
-# the notebook, whole CLI training runs on the process and Malmo backends, the accelerator
-# script's tiny run. `python -m pytest -q -n 2 -m "not slow"` leaves them out; CI runs them all.
+# the notebook, whole CLI training runs (the embedded world, the process and Malmo backends),
+# the accelerator script's tiny run: each from half a minute to several minutes on its own. `python -m pytest -q -n 2 -m "not slow"` leaves them out; CI runs them all.
 # A node id that ends in "::" marks every test of its file.
 SLOW = (
     "tests/agents/test_distributed.py::",
@@ -140,6 +140,8 @@ SLOW = (
     "tests/agents/test_cli_backends.py::test_process_rollout_metrics_obs_layout_and_tasks",
     "tests/agents/test_cli_backends.py::test_minedojo_backend_trains_against_a_fake_malmo_server",
     "tests/benchmarks/test_accelerator.py::test_tiny_run_measures_every_planned_row_and_writes_the_table",
+    "tests/agents/test_cli_voxel.py::test_cli_smoke_on_the_embedded_world",  # 81 s alone
+    "tests/agents/test_cli_voxel.py::test_evaluate_rebuilds_the_env_the_policy_was_trained_on",  # 41 s
     *LONG_FIRST,
 )
 
