@@ -2,9 +2,16 @@
 optimizer states, SI buffer, env and RNG state, counters) with their stage metadata, and
 `load_policy`, which turns a run back into a policy over raw env observations.
 
-Layout: `RUN/config.json`, `RUN/checkpoints/<global update>/{runner,meta}`. The config is stored
-as plain JSON; `load_config` gives it back as a frozen dataclass with the saved fields (no
-dependence on the CLI's class), `config_from_json(d, cls)` as the caller's own config class.
+Layout: `RUN/config.json`, `RUN/checkpoints/<global update>/{runner,meta,SHA256SUMS}`. The config
+is stored as plain JSON; `load_config` gives it back as a frozen dataclass with the saved fields
+(no dependence on the CLI's class), `config_from_json(d, cls)` as the caller's own config class.
+
+Integrity: orbax commits a step by renaming its temporary directory; right after that,
+`save_checkpoint` writes the step's `SHA256SUMS` (every file of the step), and every restore
+(`--resume`, `load_run` / `load_policy`, `agents.evaluate --policy`) verifies it first. A flipped
+byte in a data file is otherwise decoded by TensorStore without complaint (NaN or 3e38 in Adam's
+moments). A run saves only finite parameters and optimizer states (`NonFiniteError` otherwise), so
+`max_to_keep` never rotates an intact checkpoint out for a bad one.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from pathlib import Path
 
 import jax
@@ -20,9 +28,26 @@ import numpy as np
 
 from agents import adapters, losses
 from agents import learner as lrn
-from mineclip_jax.checkpoint import write_json  # noqa: F401  (the runs' JSON files)
+from mineclip_jax.checkpoint import (
+    CHECKSUM_FILE,
+    verify_checksums,
+    write_json,  # noqa: F401  (the runs' JSON files)
+    write_tree_checksums,
+)
 
 CONFIG_FILE = "config.json"
+# The name part of the directory orbax writes a step into before it commits it by a rename.
+UNFINALISED = ".orbax-checkpoint-tmp"
+
+
+class DamagedCheckpointError(ValueError):
+    """A checkpoint step whose files do not match its SHA256SUMS, or that holds non-finite
+    parameters or optimizer states."""
+
+
+class NonFiniteError(RuntimeError):
+    """The run's loss, parameters or optimizer states are NaN or infinite: it stops before it
+    saves them."""
 
 
 def config_to_json(cfg) -> dict:
@@ -62,15 +87,18 @@ def load_config(run_dir: str | os.PathLike, cls=None):
     return config_from_json(d, cls)
 
 
-def resume_overrides(saved, given, default, allowed) -> dict:
-    """The fields a resume changes: those where `given` differs from both `default` (so the
-    user passed them) and `saved`; a ConfigError unless all are in `allowed`. Prints each."""
+def resume_overrides(saved, given, default, allowed, explicit=None) -> dict:
+    """The fields a resume changes: those the user set that differ from `saved`; a ConfigError
+    unless all are in `allowed`. Prints each. `explicit`: the names of the fields the user set
+    (their command-line flags, whatever the values); None: those where `given` differs from
+    `default` (a flag set to its default value then reads as not set)."""
     skip = ("out", "resume")
+    if explicit is None:
+        explicit = {f.name for f in dataclasses.fields(given)
+                    if getattr(given, f.name) != getattr(default, f.name)}  # fmt: skip
     changed = sorted(
-        f.name for f in dataclasses.fields(given)
-        if f.name not in skip
-        and getattr(given, f.name) not in (getattr(default, f.name), getattr(saved, f.name))
-    )  # fmt: skip
+        n for n in explicit if n not in skip and getattr(given, n) != getattr(saved, n)
+    )
     flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
     refused = [n for n in changed if n not in allowed]
     if refused:
@@ -94,14 +122,67 @@ def ckpt_manager(run_dir: Path):
     )
 
 
+def step_dir(mgr, step: int) -> Path:
+    """The directory of checkpoint `step`."""
+    return Path(mgr.directory) / str(step)
+
+
+def unfinalised_steps(run_dir: str | os.PathLike) -> list[Path]:
+    """Steps orbax began to write but never committed (a kill during the save)."""
+    ckpts = Path(run_dir) / "checkpoints"
+    return sorted(p for p in ckpts.glob(f"*{UNFINALISED}*")) if ckpts.is_dir() else []
+
+
+def verify_step(mgr, step: int) -> bool:
+    """Check step `step` against its SHA256SUMS: True when verified, False when it has none (a
+    run of an older version, or a kill between orbax's commit and the manifest); raises
+    `DamagedCheckpointError` naming the first file that differs."""
+    directory = step_dir(mgr, step)
+    if not (directory / CHECKSUM_FILE).is_file():
+        return False
+    try:
+        verify_checksums(directory, hint="the checkpoint is damaged")
+    except (ValueError, OSError) as e:
+        raise DamagedCheckpointError(str(e)) from None
+    return True
+
+
+@jax.jit
+def _all_finite(tree) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
+              if jnp.issubdtype(x.dtype, jnp.inexact)]  # fmt: skip
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+def trained_state(runner: lrn.Runner) -> tuple:
+    """What training changes by gradients: parameters and both optimizers' states."""
+    return (runner.params, runner.opt_state, runner.si_opt_state)
+
+
+def all_finite(tree) -> bool:
+    """True when every float leaf of `tree` is finite (one reduction on device)."""
+    return bool(_all_finite(tree))
+
+
 def save_checkpoint(mgr, step: int, runner: lrn.Runner, stage: int, base: int = 0) -> None:
+    """Save `runner` as step `step` and, once orbax has committed it, its SHA256SUMS (process 0;
+    every process's shards are on disk when orbax's save returns). Refuses non-finite
+    parameters or optimizer states (`NonFiniteError`), before anything is written."""
     import orbax.checkpoint as ocp
 
+    if not all_finite(trained_state(runner)):
+        raise NonFiniteError(
+            f"update {step}: the parameters or optimizer states hold NaN or inf; not saved (the "
+            f"checkpoints on disk stay intact). Lower --lr or --max-grad-norm, then continue "
+            f"from the newest checkpoint with --resume"
+        )
     mgr.save(step, args=ocp.args.Composite(
         runner=ocp.args.StandardSave(runner),
         meta=ocp.args.JsonSave({"stage": stage, "base_updates": base}),
     ))  # fmt: skip
     mgr.wait_until_finished()
+    if jax.process_index() == 0:
+        write_tree_checksums(step_dir(mgr, step))
 
 
 def restore_meta(mgr, step: int | None = None) -> dict:
@@ -124,10 +205,32 @@ def restore_checkpoint(mgr, like: lrn.Runner, shardings, step: int | None = None
     return out["runner"], out["meta"]
 
 
+def restore_verified(mgr, like: lrn.Runner, shardings, step: int):
+    """`restore_checkpoint` after `verify_step`; a restored state that is not finite (a step
+    saved without a manifest and damaged since) is a `DamagedCheckpointError` too."""
+    verified = verify_step(mgr, step)
+    runner, meta = restore_checkpoint(mgr, like, shardings, step)
+    if not all_finite(trained_state(runner)):
+        raise DamagedCheckpointError(
+            f"{step_dir(mgr, step)} restores NaN or inf parameters or optimizer states"
+            + ("" if verified else " (it has no SHA256SUMS: saved by an older version)")
+        )
+    return runner, meta
+
+
+def describe_damage(directory: Path, err: Exception) -> str:
+    """'checkpoint step 4 (RUN/checkpoints/4) is damaged: Error: first line'."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return (f"checkpoint step {directory.name} ({directory}) is damaged: "
+            f"{type(err).__name__}: {first[:300]}")  # fmt: skip
+
+
 def load_run(run_dir: str | os.PathLike, step: int | None = None):
     """A run's checkpoint -> (cfg, built, runner): its config, the learner and env of the stage
     the checkpoint belongs to (`agents.build.Built`) and the restored `Runner` (`runner.params`
-    are the policy's parameters). `step` None: the latest checkpoint."""
+    are the policy's parameters). `step` None: the newest intact checkpoint (a damaged newer one
+    is named on stderr and skipped, not moved: a reader leaves the run as it is); a given `step`
+    that is damaged raises `DamagedCheckpointError`."""
     from agents.build import build
 
     run_dir = Path(run_dir).expanduser()
@@ -137,15 +240,30 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None):
         raise FileNotFoundError(
             f"run {str(run_dir)!r} has no checkpoint yet; train longer or check --out"
         )
-    meta = restore_meta(mgr, step)
-    stages = adapters.stage_tasks(cfg.task, cfg.stages)
-    built = build(cfg, stages[int(meta["stage"])])
-    L = built.learner
-    like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
-    if cfg.backend != "jax":  # a host-stepped runner holds no env state (agents.sebulba)
-        like = like.update(env_params=None, env_state=None)
-    runner, _ = restore_checkpoint(mgr, like, L.placement(like), step)
-    return cfg, built, runner
+    steps = sorted(mgr.all_steps(), reverse=True) if step is None else [step]
+    problems = []
+    for s in steps:
+        try:
+            verify_step(mgr, s)
+            meta = restore_meta(mgr, s)
+            stages = adapters.stage_tasks(cfg.task, cfg.stages)
+            built = build(cfg, stages[int(meta["stage"])])
+            L = built.learner
+            like = jax.eval_shape(L.init, jax.random.PRNGKey(0))
+            if cfg.backend != "jax":  # a host-stepped runner holds no env state (sebulba)
+                like = like.update(env_params=None, env_state=None)
+            runner, _ = restore_verified(mgr, like, L.placement(like), s)
+        except Exception as e:  # noqa: BLE001 - any unreadable file means a damaged checkpoint
+            problems.append(describe_damage(step_dir(mgr, s), e))
+            if step is None:
+                print(f"warning: {problems[-1]}; trying an older one", file=sys.stderr)
+            continue
+        if problems:
+            print(f"loaded checkpoint step {s} of {run_dir} instead", file=sys.stderr)
+        return cfg, built, runner
+    raise DamagedCheckpointError(
+        f"no intact checkpoint in {str(run_dir)!r}: " + "; ".join(problems)
+    )
 
 
 def load_policy(run_dir: str | os.PathLike, step: int | None = None):

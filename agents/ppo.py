@@ -26,8 +26,9 @@ from typing import Literal
 from agents import checkpoints, devices
 from agents import train as loop
 from agents.adapters import ConfigError, task_specs
-from agents.checkpoints import CONFIG_FILE
+from agents.checkpoints import CONFIG_FILE, NonFiniteError
 from mineclip_jax.distributed import DistributedConfig, DistributedError, fail_fast, initialize
+from mineclip_jax.run_lock import RunLockedError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,9 +242,11 @@ def validate(cfg: PPOConfig) -> None:
     loop.adapters.validate_tasks(cfg, stage_tasks(cfg))
 
 
-def resume_config(cfg: PPOConfig) -> PPOConfig:
+def resume_config(cfg: PPOConfig, given: frozenset[str] | None = None) -> PPOConfig:
     """The saved config of `cfg.out`, with the flags of `RESUME_OVERRIDES` that `cfg` changes
-    (from the defaults and from the saved run); any other changed flag is refused."""
+    from the saved run; any other changed flag is refused. `given`: the fields the user set (the
+    CLI's flags, `given_flags`), each taken as set whatever its value (`--time-limit-min 0` lifts
+    a saved limit); None (a Python caller): the fields that differ from the defaults."""
     run_dir = Path(cfg.out).expanduser()
     if not (run_dir / CONFIG_FILE).exists():
         raise ConfigError(f"--resume: no run in {str(run_dir)!r} (no {CONFIG_FILE}); drop "
@@ -252,20 +255,31 @@ def resume_config(cfg: PPOConfig) -> PPOConfig:
         saved = checkpoints.load_config(run_dir, PPOConfig)
     except ValueError as e:
         raise ConfigError(f"--resume: {e}") from None
-    over = checkpoints.resume_overrides(saved, cfg, PPOConfig(), RESUME_OVERRIDES)
+    over = checkpoints.resume_overrides(saved, cfg, PPOConfig(), RESUME_OVERRIDES, given)
     return dataclasses.replace(saved, **over, out=cfg.out, resume=True, progress=cfg.progress)
 
 
-def train(cfg: PPOConfig, *, stop_after_updates: int | None = None) -> dict:
-    """Validate (or, with --resume, merge with the saved config) and run `agents.train.train`."""
-    if cfg.resume:
-        cfg = resume_config(cfg)
-    else:
-        cfg = apply_preset(cfg)
-        run_dir = Path(cfg.out).expanduser()
-        if (run_dir / "checkpoints").exists() and any((run_dir / "checkpoints").iterdir()):
-            raise ConfigError(f"--out {str(run_dir)!r} already holds checkpoints; pass --resume "
-                              "to continue it or choose a new --out")  # fmt: skip
+def given_flags(argv) -> frozenset[str]:
+    """The PPOConfig fields a command line sets (`--num-envs 8`, `--num-envs=8`, `--no-progress`),
+    whatever their values."""
+    names = {f.name for f in dataclasses.fields(PPOConfig)}
+    given = set()
+    for arg in argv:
+        if not arg.startswith("--"):
+            continue
+        flag = arg[2:].split("=", 1)[0].replace("-", "_")
+        if flag not in names and flag.startswith("no_") and flag[3:] in names:
+            flag = flag[3:]
+        if flag in names:
+            given.add(flag)
+    return frozenset(given)
+
+
+def train(cfg: PPOConfig, *, stop_after_updates: int | None = None,
+          given: frozenset[str] | None = None) -> dict:  # fmt: skip
+    """Validate (or, with --resume, merge with the saved config; `given`: see `resume_config`)
+    and run `agents.train.train`, which refuses a new run in an --out that holds checkpoints."""
+    cfg = resume_config(cfg, given) if cfg.resume else apply_preset(cfg)
     validate(cfg)
     return loop.train(cfg, stop_after_updates=stop_after_updates)
 
@@ -277,13 +291,14 @@ def config_from_json(d: dict) -> PPOConfig:
 def main(argv=None) -> None:
     import tyro
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     cfg = tyro.cli(PPOConfig, args=argv)
     with fail_fast():  # --distributed: a failing process leaves at once (no hang)
         try:
             devices.expose_cores(cfg)  # before JAX starts: on a CPU every core a device (or one)
             initialize(cfg)  # --distributed: join the other processes before JAX computes
-            s = train(cfg)
-        except (ConfigError, DistributedError) as e:
+            s = train(cfg, given=given_flags(argv))
+        except (ConfigError, DistributedError, RunLockedError, NonFiniteError) as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(2) from None
     keys = ("env_steps", "episodic_return", "success_rate", "sps")

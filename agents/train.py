@@ -14,10 +14,14 @@ directory `OUT/seed<s>/` with `config.json` (a single-seed config: `load_policy`
 `agents.evaluate` take it as is), checkpoints, `metrics.jsonl`, TensorBoard events, videos and
 `summary.json`; `OUT/summary.json` holds every seed's summary.
 
-Resuming (`cfg.resume`) restores the newest intact checkpoint (a damaged one is reported by step
-and directory and skipped), drops the metrics rows, TensorBoard events and videos written after
-it, and continues up to the (possibly larger) budget; a run with nothing left to train keeps its
-`summary.json`.
+Resuming (`cfg.resume`) restores the newest checkpoint that verifies against its SHA256SUMS (a
+damaged one is named and moved to `damaged_checkpoints/`), with K seeds the newest update every
+seed saved; it drops the metrics rows and videos written after it, re-logs TensorBoard from
+metrics.jsonl (a kill loses unflushed events) and continues up to the (possibly larger) budget;
+a run with nothing left to train keeps its `summary.json`. docs/runs.md says what a run survives.
+
+One process writes a run directory: `train` holds `OUT/run.lock` (mineclip_jax.run_lock) while it
+runs, and a second process on the same `--out` is refused, naming the holder.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from agents import learner as lrn
 from agents.build import build, build_host_driver
 from agents.video import record_video
 from envs.video import write_video
+from mineclip_jax import run_lock
 from mineclip_jax.distributed import agree
 
 ConfigError = adapters.ConfigError
@@ -99,30 +104,75 @@ def _accumulate(acc, m):
     return {k: acc[k] + np.asarray(m[k]) for k in keys}
 
 
-def drop_rows_after(run_dir: Path, update: int) -> int:
-    """Keep the metrics rows up to global update `update` (a resume continues after it); returns
-    how many were dropped. Videos named after a later update go too."""
+DAMAGED_ROWS = "metrics.damaged.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class DroppedRows:
+    """What `drop_rows_after` took out of metrics.jsonl."""
+
+    later: int = 0  # rows after the restored update (the resumed run logs them again)
+    damaged: int = 0  # rows that are not JSON, in the middle of the file (a bad disk or an edit)
+    cut: int = 0  # the last row, cut by a kill while it was written
+
+    def describe(self, run_dir: Path, update: int) -> list[str]:
+        lines = []
+        if self.later:
+            lines.append(f"{run_dir}: dropped {self.later} metrics rows logged after update "
+                         f"{update}")  # fmt: skip
+        if self.cut:
+            lines.append(f"{run_dir}: the last metrics row was cut by a kill while it was "
+                         f"written; moved to {run_dir / DAMAGED_ROWS}")  # fmt: skip
+        if self.damaged:
+            lines.append(f"warning: {run_dir}: {self.damaged} metrics rows in the middle of "
+                         f"metrics.jsonl are not JSON (damaged on disk or edited); moved to "
+                         f"{run_dir / DAMAGED_ROWS}")  # fmt: skip
+        return lines
+
+
+def split_rows(text: str, update: int) -> tuple[list[str], list[str], list[str], list[str]]:
+    """metrics.jsonl's lines -> (kept: update <= `update`, later, damaged mid-file, cut last)."""
+    lines = text.splitlines()
+    kept, later, damaged, cut = [], [], [], []
+    for i, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except ValueError:
+            # Only the last line can be cut by a kill (rows are appended and flushed one by one).
+            last = i == len(lines) - 1 and not text.endswith("\n")
+            (cut if last else damaged).append(line)
+            continue
+        (kept if row.get("update", 0) <= update else later).append(line)
+    return kept, later, damaged, cut
+
+
+def drop_rows_after(run_dir: Path, update: int) -> DroppedRows:
+    """Keep the metrics rows up to global update `update` (a resume continues after it); rows that
+    are not JSON go to `metrics.damaged.jsonl`, kept for inspection. Videos named after a later
+    update go too."""
     path = run_dir / "metrics.jsonl"
-    dropped = 0
+    dropped = DroppedRows()
     if path.exists():
-        keep = []
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a row cut by a kill
-                dropped += 1
-                continue
-            if row.get("update", 0) <= update:
-                keep.append(line)
-            else:
-                dropped += 1
+        kept, later, damaged, cut = split_rows(path.read_text(errors="replace"), update)
+        if damaged or cut:
+            with open(run_dir / DAMAGED_ROWS, "a") as f:
+                f.write("".join(x + "\n" for x in damaged + cut))
         tmp = path.with_name(path.name + ".tmp")  # atomic: a kill here loses no row
-        tmp.write_text("".join(x + "\n" for x in keep))
+        tmp.write_text("".join(x + "\n" for x in kept))
         os.replace(tmp, path)
+        dropped = DroppedRows(len(later), len(damaged), len(cut))
     for video in (run_dir / "videos").glob("*_update*.mp4"):
         if int(video.stem.rsplit("_update", 1)[1]) > update:
             video.unlink()
     return dropped
+
+
+def logged_rows(run_dir: Path) -> list[dict]:
+    """metrics.jsonl's rows (after `drop_rows_after`, every line is one)."""
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def _summary_writer(run_dir: Path, purge_step: int | None = None):
@@ -143,53 +193,120 @@ def enable_compile_cache(path: str) -> None:
 
 
 # ----------------------------------------------------------------------------- checkpoints
-def newest_intact_meta(mgr, run_dir: Path) -> tuple[int, dict]:
-    """(step, meta) of the newest checkpoint whose metadata reads; damaged ones are reported."""
-    steps = sorted(mgr.all_steps(), reverse=True)
-    if not steps:
-        raise ConfigError(
-            f"--resume: {str(run_dir)!r} has a config but no checkpoint (none was saved, or they "
-            "were deleted); drop --resume and choose a new --out to start over"
-        )
-    problems = []
-    for step in steps:
-        try:
-            return step, checkpoints.restore_meta(mgr, step)
-        except Exception as e:  # noqa: BLE001 - any unreadable file means a damaged checkpoint
-            problems.append(_damaged(run_dir, step, e))
-    raise ConfigError("no intact checkpoint to resume from: " + "; ".join(problems))
+def _move_aside(out: RunOutput, step: int, problem: str) -> None:
+    """A damaged step goes to RUN/damaged_checkpoints/ (kept for inspection; the resumed run may
+    save that step again). Under --distributed process 0 moves it; every process forgets it."""
+    if _is_main():
+        aside = out.run_dir / "damaged_checkpoints" / str(step)
+        aside.parent.mkdir(exist_ok=True)
+        if aside.exists():
+            shutil.rmtree(aside)
+        shutil.move(str(checkpoints.step_dir(out.mgr, step)), str(aside))
+        print(f"warning: {problem}; moved to {aside}")
+    _sync("moved a damaged checkpoint aside")
+    out.mgr.reload()
 
 
-def _damaged(run_dir: Path, step: int, err: Exception) -> str:
-    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    msg = (f"checkpoint step {step} ({run_dir / 'checkpoints' / str(step)}) is damaged: "
-           f"{type(err).__name__}: {first[:300]}")  # fmt: skip
-    return msg
+def _sync(name: str) -> None:
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
 
 
-def restore_intact(out: RunOutput, like: lrn.Runner, shardings, stage: int) -> lrn.Runner:
-    """The newest checkpoint of this stage that restores; a damaged one is named and skipped."""
-    problems = []
+def clean_unfinalised(out: RunOutput) -> None:
+    """Remove the steps orbax began but never committed (a kill during a save): they hold no
+    usable state and orbax would not overwrite them."""
+    if _is_main():
+        for path in checkpoints.unfinalised_steps(out.run_dir):
+            print(f"{out.run_dir}: removing {path.name}, a checkpoint whose save was interrupted")
+            shutil.rmtree(path, ignore_errors=True)
+    _sync("cleaned unfinalised checkpoints")
+    out.mgr.reload()
+
+
+def intact_steps(out: RunOutput) -> tuple[dict[int, dict], list[str]]:
+    """({step: meta} of the seed's checkpoints that verify against their SHA256SUMS and whose
+    metadata reads, what was wrong with the others); damaged ones are named and moved aside."""
+    found, problems = {}, []
     for step in sorted(out.mgr.all_steps(), reverse=True):
         try:
-            runner, meta = checkpoints.restore_checkpoint(out.mgr, like, shardings, step)
-        except Exception as e:  # noqa: BLE001 - see newest_intact_meta
-            problems.append(_damaged(out.run_dir, step, e))
-            # moved aside (kept for inspection) so the resumed run can save this step again
-            aside = out.run_dir / "damaged_checkpoints" / str(step)
-            aside.parent.mkdir(exist_ok=True)
-            shutil.move(str(out.run_dir / "checkpoints" / str(step)), str(aside))
-            out.mgr.reload()
-            print(f"warning: {problems[-1]}; moved to {aside}, trying an older one")
+            checkpoints.verify_step(out.mgr, step)
+            found[step] = checkpoints.restore_meta(out.mgr, step)
+        except Exception as e:  # noqa: BLE001 - any unreadable file means a damaged checkpoint
+            problems.append(checkpoints.describe_damage(checkpoints.step_dir(out.mgr, step), e))
+            _move_aside(out, step, problems[-1])
+    return found, problems
+
+
+def resume_point(outs: list[RunOutput]) -> tuple[int, dict]:
+    """(step, meta) every seed resumes from: the newest update that all of them saved intact (a
+    kill between two seeds' saves leaves the first seed one checkpoint ahead). Newer steps of a
+    seed are removed: the resumed run recomputes them bit for bit."""
+    for out in outs:
+        clean_unfinalised(out)
+    checked = [intact_steps(out) for out in outs]
+    per_seed = [steps for steps, _ in checked]
+    common = set.intersection(*(set(steps) for steps in per_seed))
+    if not common:
+        out = outs[0]
+        if not any(per_seed):
+            damaged = [p for _, problems in checked for p in problems]
+            raise ConfigError(
+                f"--resume: {str(out.run_dir.parent if len(outs) > 1 else out.run_dir)!r} has a "
+                "config but no checkpoint to resume from (a kill during the first save, or they were "
+                "deleted or damaged); drop --resume to start the run over in the same --out"
+                + (": " + "; ".join(damaged) if damaged else "")
+            )
+        listed = "; ".join(f"seed {o.seed}: {sorted(s)}" for o, s in zip(outs, per_seed))
+        raise ConfigError(f"--resume: no update that every seed saved ({listed}); drop --resume "
+                          "to start the run over in the same --out")  # fmt: skip
+    step = max(common)
+    for out, steps in zip(outs, per_seed, strict=True):
+        for newer in sorted(s for s in steps if s > step):
+            print(f"{out.run_dir}: removing checkpoint step {newer}: not every seed saved it "
+                  f"(resuming all seeds from step {step})")  # fmt: skip
+            if _is_main():
+                shutil.rmtree(checkpoints.step_dir(out.mgr, newer))
+        _sync("removed checkpoints ahead of the other seeds")
+        out.mgr.reload()
+    return step, per_seed[0][step]
+
+
+def restore_intact(out: RunOutput, like: lrn.Runner, shardings, stage: int, step: int,
+                   fallback: bool = True) -> lrn.Runner:  # fmt: skip
+    """Restore checkpoint `step` (already verified by `resume_point`); if its arrays still do not
+    restore (or are not finite), it is named and moved aside and, with `fallback`, the next older
+    step of this stage is tried."""
+    problems = []
+    candidates = [s for s in sorted(out.mgr.all_steps(), reverse=True) if s <= step]
+    for s in candidates if fallback else [step]:
+        try:
+            runner, meta = checkpoints.restore_verified(out.mgr, like, shardings, s)
+        except Exception as e:  # noqa: BLE001 - see intact_steps
+            problems.append(checkpoints.describe_damage(checkpoints.step_dir(out.mgr, s), e))
+            _move_aside(out, s, problems[-1])
             continue
         if int(meta["stage"]) != stage:
             break
         if problems:
-            print(f"resuming from checkpoint step {step} instead")
+            print(f"resuming from checkpoint step {s} instead")
         return runner
+    again = "" if fallback else "; run --resume again to continue from the older checkpoints"
     raise ConfigError(
-        f"no intact checkpoint of stage {stage} in {str(out.run_dir)!r}: " + "; ".join(problems)
+        f"no intact checkpoint of stage {stage} in {str(out.run_dir)!r}: {'; '.join(problems)}"
+        + again
     )
+
+
+def _check_fresh_out(outs: list[RunOutput]) -> None:
+    """A new run (no --resume) refuses a directory holding committed checkpoints; the leftovers
+    of a run killed during its first save (an unfinalised step) are cleaned instead."""
+    for out in outs:
+        if out.mgr.all_steps():
+            raise ConfigError(f"--out {str(out.run_dir)!r} already holds checkpoints; pass "
+                              "--resume to continue it or choose a new --out")  # fmt: skip
+        clean_unfinalised(out)
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -216,28 +333,37 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
     """Train (or, with `cfg.resume`, continue) a run; returns the final summary with the runner
     (`"runner"`; seed-stacked with K seeds, whose summaries are under `"seeds"`).
     `stop_after_updates` ends the process early as if killed after that many updates (tests of
-    exact resumption). `cfg` is validated by the caller (`agents.ppo.validate`)."""
+    exact resumption). `cfg` is validated by the caller (`agents.ppo.validate`). The run holds
+    `OUT/run.lock` throughout: another process on the same --out gets `run_lock.RunLockedError`."""
     enable_compile_cache(cfg.compile_cache)
     run_dir = Path(cfg.out).expanduser()
+    with run_lock.hold_distributed(run_lock.run_lock_path(run_dir), what=f"--out {run_dir}"):
+        return _train_locked(cfg, run_dir, stop_after_updates)
+
+
+def _train_locked(cfg, run_dir: Path, stop_after_updates: int | None) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     _check_process_count(cfg, run_dir)
-    if _is_main():
-        saved = {**checkpoints.config_to_json(cfg), "process_count": jax.process_count()}
-        checkpoints.write_json(run_dir / checkpoints.CONFIG_FILE, saved)
     stages = adapters.stage_tasks(cfg.task, cfg.stages)
     outs = []
     for seed, d in seed_dirs(cfg):
-        if d != run_dir:
-            d.mkdir(parents=True, exist_ok=True)
-            scfg = _seed_config(cfg, seed, d)
-            if _is_main():
-                saved = {**checkpoints.config_to_json(scfg), "process_count": jax.process_count()}
-                checkpoints.write_json(d / checkpoints.CONFIG_FILE, saved)
+        d.mkdir(parents=True, exist_ok=True)
         outs.append(RunOutput(seed, d, checkpoints.ckpt_manager(d)))
-    start_stage, global_updates = 0, 0
+    start_stage, global_updates, resume_step = 0, 0, None
     if cfg.resume:
-        _, meta = newest_intact_meta(outs[0].mgr, outs[0].run_dir)
+        resume_step, meta = resume_point(outs)
         start_stage, global_updates = int(meta["stage"]), int(meta.get("base_updates", 0))
+    else:
+        _check_fresh_out(outs)
+    if _is_main():
+        saved = {**checkpoints.config_to_json(cfg), "process_count": jax.process_count()}
+        checkpoints.write_json(run_dir / checkpoints.CONFIG_FILE, saved)
+        for out in outs:
+            if out.run_dir != run_dir:
+                scfg = _seed_config(cfg, out.seed, out.run_dir)
+                saved = {**checkpoints.config_to_json(scfg),
+                         "process_count": jax.process_count()}  # fmt: skip
+                checkpoints.write_json(out.run_dir / checkpoints.CONFIG_FILE, saved)
     summary, runner, carried, trained, initial = {}, None, None, False, None
     hp = lrn.HyperParams.from_config(cfg)
     limit_min = cfg.time_limit_min
@@ -245,7 +371,7 @@ def train(cfg, *, stop_after_updates: int | None = None) -> dict:
     run_stage = _anakin_stage if cfg.backend == "jax" else _host_stage
     try:
         for stage in range(start_stage, len(stages)):
-            restore = cfg.resume and runner is None
+            restore = resume_step if runner is None else None
             summary = run_stage(cfg, hp, stages, stage, outs, stop, global_updates,
                                 restore=restore, carried=carried)  # fmt: skip
             runner = summary.pop("runner")
@@ -384,8 +510,8 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
         if cfg.final_eval_episodes > 0:  # copied before training donates the buffers;
             # re-derived from the seed on --resume
             initial.append(jax.tree.map(np.array, jax.device_get(runner.params)))
-        if restore:
-            return restore_intact(out, runner, L.placement(runner), stage)
+        if restore is not None:  # every seed at the same step: no fallback with K seeds
+            return restore_intact(out, runner, L.placement(runner), stage, restore, k == 1)
         if carried is not None:  # multi-stage: keep SI buffer, reset the policy head
             c = carried if k == 1 else (*_slice(carried[:2], i), carried[2])
             return next_stage(runner, c, L, _task_ids(tasks))
@@ -431,8 +557,8 @@ def _host_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carr
         driver = build_host_driver(cfg, tasks, vec)
         L = driver.learner
         fresh = driver.init(jax.random.PRNGKey(cfg.seed + 1000 * stage))
-        if restore:
-            restored = restore_intact(out, fresh, L.placement(fresh), stage)
+        if restore is not None:
+            restored = restore_intact(out, fresh, L.placement(fresh), stage, restore)
             runner = driver.adopt(restored, fresh)
         elif carried is not None:
             runner = L.shard(next_stage(fresh, carried, L, _task_ids(tasks)))
@@ -481,27 +607,59 @@ def _check_process_count(cfg, run_dir: Path) -> None:
 
 
 def _open_logs(out: RunOutput, restored: int | None, steps_per_update: int) -> None:
-    """Open a seed's metrics file and TensorBoard writer; when resuming from global update
-    `restored`, first drop what was logged after it (a kill between a log and a checkpoint).
-    Under --distributed only process 0 logs."""
+    """Open a seed's metrics file and TensorBoard writer. When resuming from global update
+    `restored` (0: a new run, over whatever an attempt without checkpoints left), first drop what
+    was logged after it (a kill between a log and a checkpoint), then re-log metrics.jsonl's rows
+    into TensorBoard after a purge of everything before: events the killed process had not yet
+    flushed are back, and none is doubled. Under --distributed only process 0 logs."""
     if not _is_main():
         out.writer = out.metrics = _NoLogs()
         return
     purge = None
+    rows = []
     if restored is not None:
-        dropped = drop_rows_after(out.run_dir, restored)
-        if dropped:
-            print(f"{out.run_dir}: dropped {dropped} metrics rows logged after update {restored}")
-        purge = restored * steps_per_update + 1
+        for line in drop_rows_after(out.run_dir, restored).describe(out.run_dir, restored):
+            print(line)
+        rows = logged_rows(out.run_dir)
+        purge = 1  # TensorBoard drops every earlier event at or after this step
     out.writer = _summary_writer(out.run_dir, purge_step=purge)
+    for row in rows:
+        _log_scalars(out.writer, row, int(row["env_steps"]))
+    out.writer.flush()
     out.metrics = open(out.run_dir / "metrics.jsonl", "a")
 
 
-def _log_row(out: RunOutput, s: dict, step: int) -> None:
+def _log_scalars(writer, s: dict, step: int) -> None:
     for k, v in s.items():
-        out.writer.add_scalar(k if "/" in k else f"charts/{k}", v, step)
+        writer.add_scalar(k if "/" in k else f"charts/{k}", v, step)
+
+
+def _log_row(out: RunOutput, s: dict, step: int) -> None:
+    _log_scalars(out.writer, s, step)
+    out.writer.flush()  # best effort (tensorboardX writes on a thread); a resume re-logs
     out.metrics.write(json.dumps(s) + "\n")
     out.metrics.flush()
+
+
+def check_finite_metrics(m: dict, update: int, seed_names: list[str]) -> None:
+    """Raise `NonFiniteError` when an update's losses or statistics are NaN or infinite (the run
+    stops before it logs or saves them); `seed_names` label the leading seed axis (K > 1)."""
+    bad = []
+    for k, v in m.items():
+        x = np.asarray(v)
+        if np.issubdtype(x.dtype, np.floating) and not np.all(np.isfinite(x)):
+            first = np.ravel(x)[~np.isfinite(np.ravel(x))][0]
+            where = ""
+            if len(seed_names) > 1 and x.ndim:  # the leading axis is the seed's
+                seeds = [n for n, xi in zip(seed_names, x) if not np.all(np.isfinite(xi))]
+                where = f" (seed {', '.join(seeds)})"
+            bad.append(f"{k}={first}{where}")
+    if bad:
+        raise checkpoints.NonFiniteError(
+            f"update {update}: non-finite training statistics {', '.join(bad[:6])}; the run stops "
+            f"before it logs or saves them (the checkpoints on disk stay intact). Lower --lr, "
+            f"--si-lr or --max-grad-norm, then continue from the newest checkpoint with --resume"
+        )
 
 
 def _train_stage(cfg, iterate, runner, num_updates, task_names, video, outs, stage, stop_after,
@@ -518,7 +676,7 @@ def _train_stage(cfg, iterate, runner, num_updates, task_names, video, outs, sta
     steps_per_update = cfg.num_envs * cfg.num_steps
     for out in outs:
         if out.metrics is None:  # the run's first stage in this process: open its logs
-            _open_logs(out, base + first if cfg.resume else None, steps_per_update)
+            _open_logs(out, base + first, steps_per_update)
     bar = tqdm(total=num_updates, initial=first, disable=not cfg.progress,
                desc=f"stage {stage} {','.join(task_names)}"[:60], dynamic_ncols=True)  # fmt: skip
     accs, summaries = [None] * k, [{} for _ in range(k)]
@@ -528,6 +686,7 @@ def _train_stage(cfg, iterate, runner, num_updates, task_names, video, outs, sta
         for update in range(first, num_updates):
             runner, m = iterate(runner, update)
             m = jax.device_get(m)
+            check_finite_metrics(m, base + update + 1, [str(out.seed) for out in outs])
             trained = True
             per_seed = [_slice(m, i) for i in range(k)] if seeded else [m]
             accs = [_accumulate(a, mi) for a, mi in zip(accs, per_seed, strict=True)]
@@ -586,4 +745,13 @@ def _train_stage(cfg, iterate, runner, num_updates, task_names, video, outs, sta
     return summary
 
 
-__all__ = ["train", "next_stage", "remap_si_tasks", "summarise", "seed_dirs", "drop_rows_after"]
+__all__ = [
+    "train",
+    "next_stage",
+    "remap_si_tasks",
+    "summarise",
+    "seed_dirs",
+    "drop_rows_after",
+    "resume_point",
+    "check_finite_metrics",
+]

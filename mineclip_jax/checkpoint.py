@@ -11,7 +11,8 @@ Accepted inputs of `load_checkpoint`:
 * the released `attn.pth` / `avg.pth` (a dict whose `state_dict` holds `model.`-prefixed keys);
 * a plain PyTorch state dict with the official keys (`torch.save(model.state_dict(), path)`);
 * a `.npz` of official-key arrays (e.g. from `export_state_dict`);
-* a native checkpoint directory written by `save_checkpoint`;
+* a native checkpoint directory written by `save_checkpoint` (its SHA256SUMS verified when
+  present: a damaged copy is refused, naming the file);
 * an in-memory mapping of official keys to arrays.
 """
 
@@ -87,30 +88,69 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def write_checksums(directory: str | os.PathLike) -> Path:
-    """Write `SHA256SUMS` (sha256sum format) for the files of a native checkpoint directory."""
+def write_checksums(directory: str | os.PathLike, names=None) -> Path:
+    """Write `SHA256SUMS` (sha256sum format) into `directory` for the files `names` (paths
+    relative to it; default: a native checkpoint's config.json and params.msgpack). Written to a
+    temporary file and renamed, so a kill leaves the old listing or the new one."""
     directory = Path(directory)
-    lines = [f"{file_sha256(directory / n)}  {n}" for n in (CONFIG_FILE, PARAMS_FILE)]
-    (directory / CHECKSUM_FILE).write_text("\n".join(lines) + "\n")
+    names = (CONFIG_FILE, PARAMS_FILE) if names is None else names
+    lines = [f"{file_sha256(directory / n)}  {n}" for n in names]
+    tmp = directory / (CHECKSUM_FILE + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, directory / CHECKSUM_FILE)
     return directory / CHECKSUM_FILE
 
 
-def verify_checksums(directory: str | os.PathLike) -> None:
-    """Raise if a file listed in `SHA256SUMS` is missing or differs (a damaged install)."""
+def write_tree_checksums(directory: str | os.PathLike) -> Path:
+    """`SHA256SUMS` of every file under `directory` (an orbax checkpoint step, once committed),
+    paths relative to it."""
+    directory = Path(directory)
+    names = sorted(
+        str(f.relative_to(directory))
+        for f in directory.rglob("*")
+        if f.is_file() and not f.name.startswith(CHECKSUM_FILE)
+    )
+    return write_checksums(directory, names)
+
+
+COPY_HINT = (
+    "the checkpoint is damaged (a bad copy or disk): copy it again from its source, "
+    "or save it again with save_checkpoint"
+)
+SHIPPED_HINT = "the shipped model is damaged: reinstall mineclip-jax"
+
+
+def verify_checksums(directory: str | os.PathLike, hint: str = SHIPPED_HINT) -> None:
+    """Raise if a file listed in `SHA256SUMS` is missing or differs; `hint` says what to do (the
+    default: a damaged install)."""
     directory = Path(directory)
     listing = directory / CHECKSUM_FILE
     if not listing.is_file():
-        raise FileNotFoundError(f"{listing} is missing; reinstall mineclip-jax")
-    for line in listing.read_text().splitlines():
+        raise FileNotFoundError(f"{listing} is missing; {hint}")
+    for line in listing.read_text(errors="replace").splitlines():
         if not line.strip():
             continue
-        digest, name = line.split(maxsplit=1)
+        try:
+            digest, name = line.split(maxsplit=1)
+        except ValueError:
+            raise CheckpointMismatchError(f"{listing} is damaged (line {line!r}); {hint}") from None
         path = directory / name.strip()
         if not path.is_file() or file_sha256(path) != digest:
             raise CheckpointMismatchError(
-                f"{path} is missing or does not match its checksum in {listing}; the shipped "
-                f"model is damaged: reinstall mineclip-jax"
+                f"{path} is missing or does not match its checksum in {listing}; {hint}"
             )
+
+
+def read_json_file(path: str | os.PathLike, what: str = "checkpoint") -> Any:
+    """A JSON file of a checkpoint, or an error naming the file when it is damaged."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointMismatchError(
+            f"{path} is damaged ({type(e).__name__}: {e}); it is not the JSON a {what} holds: "
+            f"copy the {what} again from its source, or save it again"
+        ) from None
 
 
 def _sniff_file(path: Path) -> str:
@@ -257,7 +297,7 @@ def _decode_int8(raw: Any, quantized: list, where: Path) -> Any:
 
 
 def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
-    meta = json.loads((directory / CONFIG_FILE).read_text())
+    meta = read_json_file(directory / CONFIG_FILE)
     fmt = meta.get("format")
     if fmt not in NATIVE_FORMATS:
         raise CheckpointMismatchError(
@@ -267,7 +307,13 @@ def _load_native(directory: Path, config_overrides: dict) -> MineCLIPHandle:
             f"upgrade mineclip-jax (pip install -U mineclip-jax), or re-save the checkpoint with "
             f"save_checkpoint from the version that wrote it"
         )
-    config = MineCLIPConfig.from_dict(meta["config"])
+    try:
+        config = MineCLIPConfig.from_dict(meta["config"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointMismatchError(
+            f"{directory / CONFIG_FILE} holds no valid model config ({type(e).__name__}: {e}); "
+            f"the checkpoint is damaged: copy it again from its source, or save it again"
+        ) from None
     if config_overrides:
         config = config.replace(**config_overrides)
     target = param_shapes(config)
@@ -316,7 +362,7 @@ def checkpoint_image_size(path_or_name: str | os.PathLike) -> tuple[int, int]:
             raise FileNotFoundError(f"no checkpoint at {directory}; expected {EXPECTED_INPUTS}")
         if not directory.is_dir():
             return tuple(MineCLIPConfig().image_size)
-    meta = json.loads((directory / CONFIG_FILE).read_text())
+    meta = read_json_file(directory / CONFIG_FILE)
     return tuple(MineCLIPConfig.from_dict(meta["config"]).image_size)
 
 
@@ -359,6 +405,8 @@ def load_checkpoint(
             )
         if config is not None:
             raise ValueError("a native checkpoint carries its own config; pass overrides instead")
+        if (path / CHECKSUM_FILE).is_file():  # written by save_checkpoint: a copy is verified
+            verify_checksums(path, hint=COPY_HINT)
         return _load_native(path, config_overrides)
     if _sniff_file(path) == "npz":
         with np.load(path) as data:
@@ -371,7 +419,8 @@ def load_checkpoint(
 def save_checkpoint(
     handle: MineCLIPHandle, directory: str | os.PathLike, dtype: str = "float32"
 ) -> Path:
-    """Write `config.json` + `params.msgpack` into `directory` (created if needed).
+    """Write `config.json` + `params.msgpack` + their `SHA256SUMS` into `directory` (created if
+    needed); `load_checkpoint` verifies the checksums, so a damaged copy is refused.
 
     `dtype` is the storage: "float32"; "float16" (half the file); "int8": every 2-D float array
     of at least `INT8_MIN_ELEMENTS` elements (the token embedding) as int8 with a float32 scale
@@ -400,6 +449,7 @@ def save_checkpoint(
     (directory / PARAMS_FILE).write_bytes(serialization.msgpack_serialize(params))
     meta["config"] = handle.config.to_dict()
     (directory / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    write_checksums(directory)  # load_checkpoint verifies them: a damaged copy is refused
     return directory
 
 

@@ -35,7 +35,6 @@ Lloyd's algorithm (as in scikit-learn) converges to for well-separated scores.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 
@@ -245,7 +244,13 @@ def judge_entries(handle_or_dir) -> dict:
             f"calibrate it with `python -m data.judge_episodes --out EPISODES`, then "
             f"`python -m mineclip_jax.judge --episodes EPISODES --ckpt {directory}`"
         )
-    return json.loads(path.read_text())["tasks"]
+    from mineclip_jax.checkpoint import read_json_file
+
+    data = read_json_file(path, "judge calibration")
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, dict):
+        raise ValueError(f"{path} has no 'tasks' table of calibrations; calibrate the judge again")
+    return tasks
 
 
 def calibrations(entry: dict) -> list[dict]:

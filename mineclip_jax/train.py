@@ -20,8 +20,9 @@ linear warm-up, x`pretrained_lr_mult` learning rate on the pretrained CLIP tower
 layer-wise decay down each tower when starting from weights (`--init`), optionally only the
 last layers of each tower trainable, temporally consistent random resized crop, bfloat16
 compute, data parallel over every device (the batch is sharded over a 1-D `data` mesh),
-orbax checkpoints in RUN/checkpoints (a rerun with the same RUN resumes), TensorBoard scalars in
-RUN/tb, a tqdm bar, retrieval R@1/R@5 (text->video and video->text) on the test split, and the
+orbax checkpoints in RUN/checkpoints (`--resume` continues a run, after checking that its recipe
+is the saved one; each step verified against the SHA256SUMS written after it was committed; a
+run whose loss or weights go NaN stops before it saves them), TensorBoard scalars in RUN/tb, a tqdm bar, retrieval R@1/R@5 (text->video and video->text) on the test split, and the
 final model in RUN/model, which `mineclip_jax.load_checkpoint("RUN/model")` reads.
 
 `--distributed` (mineclip_jax.distributed; docs/cluster.md) runs one process per host: the mesh
@@ -29,8 +30,9 @@ spans every process's devices and each step is one global data-parallel program.
 draws the same global batch indices (a pure function of step and seed), reads only its own
 contiguous share of them and contributes those rows to the global batch, so P processes x D
 devices compute what one process with P*D devices computes. Process 0 writes the logs, the
-config, the final model and prints; all processes write the orbax checkpoints (RUN must be on a
-file system every host sees). The train state is replicated and the data order global, so a run
+config, the final model and prints, and holds RUN's lock (mineclip_jax.run_lock: a second run on
+the same RUN is refused, naming the holder); all processes write the orbax checkpoints (RUN must
+be on a file system every host sees). The train state is replicated and the data order global, so a run
 may resume under another process count.
 """
 
@@ -43,6 +45,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -57,8 +60,15 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from mineclip_jax import distributed
-from mineclip_jax.checkpoint import load_checkpoint, save_checkpoint, write_json
+from mineclip_jax import distributed, run_lock
+from mineclip_jax.checkpoint import (
+    CHECKSUM_FILE,
+    load_checkpoint,
+    save_checkpoint,
+    verify_checksums,
+    write_json,
+    write_tree_checksums,
+)
 from mineclip_jax.config import MineCLIPConfig
 from mineclip_jax.handle import MineCLIPHandle, init_params
 from mineclip_jax.model import MineCLIP
@@ -113,6 +123,16 @@ class TrainConfig(distributed.DistributedConfig):
     # Storage of RUN/model weights: float32, float16, or int8 (tables of >= 1M elements int8 with
     # a per-row scale, the rest float16; see checkpoint.save_checkpoint). Loads as float32.
     save_dtype: Literal["float32", "float16", "int8"] = "float32"
+    resume: bool = False  # continue the run in --out from its newest intact checkpoint; every
+    # flag but those of RESUME_OVERRIDES must be the saved run's (train_config.json).
+
+
+# Flags a --resume may change (where the data lives, evaluation, logging, the time budget, a
+# process's address); every other one is the saved recipe, --steps included (it sets the
+# learning-rate schedule).
+RESUME_OVERRIDES = ("data", "out", "resume", "eval_batch_size", "eval_every", "max_eval_clips",
+                    "ckpt_every", "log_every", "progress", "time_limit_min", "save_dtype",
+                    *(f.name for f in dataclasses.fields(distributed.DistributedConfig)))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ the data
@@ -564,9 +584,108 @@ class _NoWriter:
         pass
 
 
+# ----------------------------------------------------------------------- the run directory
+UNFINALISED = ".orbax-checkpoint-tmp"  # orbax's name for a step not yet committed
+
+
+class NonFiniteError(RuntimeError):
+    """The loss or the weights went NaN or infinite: the run stops before it saves them."""
+
+
+def check_resume(cfg: TrainConfig, out: Path, has_checkpoints: bool) -> None:
+    """A new run refuses an --out that holds committed checkpoints; `--resume` refuses a recipe
+    other than the saved one (train_config.json), naming each changed flag."""
+    if not cfg.resume:
+        if has_checkpoints:
+            raise ValueError(
+                f"--out {out} already holds checkpoints of a run; pass --resume to continue it "
+                f"(with its recipe) or choose a new --out"
+            )
+        return
+    meta_path = out / "train_config.json"
+    if not meta_path.is_file():
+        raise ValueError(f"--resume: no run in {out} (no train_config.json); drop --resume to "
+                         f"start a new run there")  # fmt: skip
+    from mineclip_jax.checkpoint import read_json_file
+
+    saved = read_json_file(meta_path, "run's recipe").get("train", {})
+    now = {k: str(v) for k, v in dataclasses.asdict(cfg).items()}
+    changed = sorted(k for k in now if k not in RESUME_OVERRIDES and k in saved
+                     and saved[k] != now[k])  # fmt: skip
+    if changed:
+        flag = lambda k: "--" + k.replace("_", "-")  # noqa: E731
+        listed = ", ".join(f"{flag(k)} {now[k]} (saved {saved[k]})" for k in changed)
+        raise ValueError(
+            f"--resume: {out} was trained with another recipe: {listed}. Pass the saved values, "
+            f"or start a new run with a new --out (only {', '.join(map(flag, RESUME_OVERRIDES))} "
+            f"may change)"
+        )
+
+
+def clean_unfinalised(ckpt_dir: Path) -> None:
+    """Remove steps orbax began but never committed (a kill during a save; process 0)."""
+    for path in sorted(ckpt_dir.glob(f"*{UNFINALISED}*")) if ckpt_dir.is_dir() else []:
+        print(f"removing {path}, a checkpoint whose save was interrupted")
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def restore_newest_intact(manager, abstract, out: Path, main_process: bool):
+    """The newest checkpoint whose files match its SHA256SUMS and whose weights are finite (a
+    damaged one is named and moved to RUN/damaged_checkpoints/ by process 0), or None."""
+    import orbax.checkpoint as ocp
+
+    for step in sorted(manager.all_steps(), reverse=True):
+        directory = Path(manager.directory) / str(step)
+        try:
+            if (directory / CHECKSUM_FILE).is_file():
+                verify_checksums(directory, hint="the checkpoint is damaged")
+            state = manager.restore(step, args=ocp.args.StandardRestore(abstract))
+            if not all_finite(state):
+                raise NonFiniteError("it holds NaN or inf weights or optimizer states")
+            return state
+        except Exception as e:  # noqa: BLE001 - any unreadable file means a damaged checkpoint
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            aside = out / "damaged_checkpoints" / str(step)
+            if main_process:
+                print(f"warning: checkpoint step {step} ({directory}) is damaged: "
+                      f"{type(e).__name__}: {first}; moved to {aside}, trying an older one")  # fmt: skip
+                aside.parent.mkdir(exist_ok=True)
+                shutil.rmtree(aside, ignore_errors=True)
+                shutil.move(str(directory), str(aside))
+            _sync("moved a damaged checkpoint aside")
+            manager.reload()
+    return None
+
+
+def _sync(name: str) -> None:
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+
+
+@jax.jit
+def _all_finite(tree) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
+              if jnp.issubdtype(x.dtype, jnp.inexact)]  # fmt: skip
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+def all_finite(tree) -> bool:
+    """True when every float leaf of `tree` is finite."""
+    return bool(_all_finite(tree))
+
+
 def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
-    """Run (or resume) training; returns the trained handle and the final test metrics.
-    Under --distributed (`distributed.initialize` done by the caller) every process calls it."""
+    """Run (or, with `cfg.resume`, continue) training; returns the trained handle and the final
+    test metrics. Under --distributed (`distributed.initialize` done by the caller) every process
+    calls it. The run holds RUN/run.lock throughout (`run_lock.RunLockedError` for a second)."""
+    out = Path(cfg.out).expanduser().resolve()
+    with run_lock.hold_distributed(run_lock.run_lock_path(out), what=f"--out {out}"):
+        return _train_locked(cfg)
+
+
+def _train_locked(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     import orbax.checkpoint as ocp
     from tensorboardX import SummaryWriter
     from tqdm import tqdm
@@ -591,12 +710,17 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     module = MineCLIP(config)
     meta_path = out / "train_config.json"
     meta = {"model": config.replace(dtype="float32").to_dict(), "pretrained": pretrained}
-    if meta_path.exists():
+    ckpt_dir = out / "checkpoints"
+    committed = ckpt_dir.is_dir() and any(p.name.isdigit() for p in ckpt_dir.iterdir())
+    check_resume(cfg, out, committed)
+    if cfg.resume:
         old = json.loads(meta_path.read_text())
         if old.get("model") != meta["model"]:
             raise ValueError(
                 f"{out} holds a run of another architecture ({old.get('model')}); use a new --out"
             )
+    if main_process:
+        clean_unfinalised(ckpt_dir)
     meta["train"] = {k: str(v) for k, v in dataclasses.asdict(cfg).items()}
     meta["process_count"] = jax.process_count()
     if main_process:
@@ -613,15 +737,18 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
     state = jax.device_put(state, replicated)
 
     manager = ocp.CheckpointManager(
-        out / "checkpoints",
+        ckpt_dir,
         options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True),
     )
-    if manager.latest_step() is not None:
+    if cfg.resume:
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
-        state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(abstract))
-        state = jax.device_put(state, replicated)
-        if main_process:
-            print(f"resumed {out} at step {int(state.step)}")
+        restored = restore_newest_intact(manager, abstract, out, main_process)
+        if restored is not None:
+            state = jax.device_put(restored, replicated)
+            if main_process:
+                print(f"resumed {out} at step {int(state.step)}")
+        elif main_process:  # a kill during the first save: nothing to lose, start at step 0
+            print(f"--resume: {out} has no intact checkpoint yet; training from step 0")
 
     # One compiled step per (model, recipe, devices): rerunning or resuming in the same
     # process (a notebook) reuses it instead of compiling again.
@@ -676,7 +803,16 @@ def train(cfg: TrainConfig) -> tuple[MineCLIPHandle, dict[str, float]]:
         # Process 0's clock decides for all: every process must save and stop at the same step.
         out_of_time = deadline is not None and distributed.agree(time.monotonic() > deadline)
         if done % cfg.ckpt_every == 0 or done == cfg.steps or out_of_time:
+            if not (np.isfinite(float(metrics["loss"])) and all_finite(state)):
+                raise NonFiniteError(
+                    f"step {done}: the loss ({float(metrics['loss'])}) or the weights are NaN or "
+                    f"inf; stopped before saving them (the checkpoints on disk stay intact). "
+                    f"Lower --lr or keep --grad-clip on, then continue with --resume"
+                )
             manager.save(done, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()  # committed: its checksums can be written
+            if main_process:
+                write_tree_checksums(Path(manager.directory) / str(done))
         if out_of_time:
             if main_process:
                 print(
@@ -713,7 +849,7 @@ def main(argv=None):
         try:
             distributed.initialize(cfg)  # --distributed: join the others before JAX computes
             train(cfg)
-        except distributed.DistributedError as e:
+        except (distributed.DistributedError, run_lock.RunLockedError, NonFiniteError) as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(2) from None
 

@@ -45,6 +45,10 @@ def test_native_checkpoint_with_wrong_params_is_refused(tiny, tmp_path):
     (tmp_path / "a" / "params.msgpack").write_bytes(
         (tmp_path / "b" / "params.msgpack").read_bytes()
     )
+    with pytest.raises(mcj.CheckpointMismatchError, match="does not match its checksum"):
+        mcj.load_checkpoint(tmp_path / "a")
+    # assembled by hand, without checksums: the structure check names the missing weights
+    (tmp_path / "a" / "SHA256SUMS").unlink()
     with pytest.raises(mcj.CheckpointMismatchError, match="temporal_encoder"):
         mcj.load_checkpoint(tmp_path / "a")
 
@@ -262,6 +266,7 @@ def test_old_format_dirs_still_load_bit_exactly(tiny, tmp_path, dtype):
 
 def test_an_unknown_format_names_the_problem_and_the_fix(tiny, tmp_path):
     d = mcj.save_checkpoint(tiny, tmp_path / "c", dtype="int8")
+    (d / "SHA256SUMS").unlink()  # edited by hand below: its checksums would refuse it first
     meta = json.loads((d / "config.json").read_text())
     (d / "config.json").write_text(json.dumps({**meta, "format": "mineclip-jax/99"}))
     with pytest.raises(mcj.CheckpointMismatchError) as info:
@@ -280,6 +285,10 @@ def test_an_unknown_format_names_the_problem_and_the_fix(tiny, tmp_path):
 def test_a_truncated_params_file_says_so(tiny, tmp_path, dtype):
     d = mcj.save_checkpoint(tiny, tmp_path / "c", dtype=dtype)
     data = (d / "params.msgpack").read_bytes()
+    (d / "params.msgpack").write_bytes(data[: len(data) // 2])
+    with pytest.raises(mcj.CheckpointMismatchError, match="does not match its checksum"):
+        mcj.load_checkpoint(d)
+    (d / "SHA256SUMS").unlink()  # an older save, without checksums: the reader says it too
     for keep in (len(data) // 2, len(data) - 1, 0):
         (d / "params.msgpack").write_bytes(data[:keep])
         with pytest.raises(mcj.CheckpointMismatchError, match="truncated or damaged"):
@@ -290,5 +299,6 @@ def test_int8_params_missing_their_table_are_refused(tiny, tmp_path):
     d = mcj.save_checkpoint(tiny, tmp_path / "q", dtype="int8")
     mcj.save_checkpoint(tiny, tmp_path / "h", dtype="float16")
     (d / "params.msgpack").write_bytes((tmp_path / "h" / "params.msgpack").read_bytes())
+    (d / "SHA256SUMS").unlink()  # assembled by hand: no checksums to refuse it first
     with pytest.raises(mcj.CheckpointMismatchError, match="does not hold the int8 array"):
         mcj.load_checkpoint(d)

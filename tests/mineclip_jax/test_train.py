@@ -217,7 +217,7 @@ def test_train_end_to_end_and_resume(dataset_dir, tmp_path, capsys):
     ckpts = cfg.out / "checkpoints"
     assert sorted(int(p.name) for p in ckpts.iterdir() if p.name.isdigit()) == [3, 6]
     shutil.rmtree(ckpts / "6")
-    resumed, _ = tr.train(cfg)
+    resumed, _ = tr.train(dataclasses.replace(cfg, resume=True))
     assert "resumed" in capsys.readouterr().out
     for a, b in zip(jax.tree.leaves(resumed.params), jax.tree.leaves(handle.params)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)

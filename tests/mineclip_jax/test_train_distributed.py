@@ -90,8 +90,8 @@ def test_two_processes_train_what_one_process_with_all_devices_trains(tmp_path, 
     # the 2-process run at step 2 and ends where the 2-process run ended.
     shutil.rmtree(two / "checkpoints" / "4")
     shutil.rmtree(two / "model")
-    (resumed,) = check(run_processes(lambda i: _flags(data, two), count=1, devices=4,
-                                     timeout_s=240))  # fmt: skip
+    (resumed,) = check(run_processes(lambda i: [*_flags(data, two), "--resume"], count=1,
+                                     devices=4, timeout_s=240))  # fmt: skip
     assert f"resumed {two} at step 2" in resumed
     _assert_close(_params(two), _params(one))
 
