@@ -34,7 +34,9 @@ class CounterEnv(gym.Env):
     env id to ``(kind, k)``: fault at the k-th step of the process's life; ``reset_faults`` maps
     it to ``(kind, k)``: fault on the k-th reset. With ``once_marker`` (a path prefix) each env's
     fault fires only once across restarts (the marker file remembers), so a replacement worker
-    runs clean. ``step_delays`` maps an env id to seconds of sleep per step.
+    runs clean. ``step_delays`` maps an env id to seconds of sleep per step. ``bad_rewards``
+    maps an env id to the reward its steps return instead of action + 1 (None, a string, NaN:
+    a broken simulator's output).
     """
 
     metadata = {"render_modes": []}
@@ -47,6 +49,7 @@ class CounterEnv(gym.Env):
         once_marker: str | None = None,
         step_delays: dict[int, float] | None = None,
         env_id: int | None = None,
+        bad_rewards: dict[int, Any] | None = None,
     ) -> None:
         for kind, _ in [*(step_faults or {}).values(), *(reset_faults or {}).values()]:
             if kind not in FAULT_KINDS:
@@ -59,6 +62,7 @@ class CounterEnv(gym.Env):
         self.reset_fault = (reset_faults or {}).get(self.env_id)
         self.once_marker = once_marker
         self.step_delay_s = (step_delays or {}).get(self.env_id, 0.0)
+        self.bad_reward = (bad_rewards or {}).get(self.env_id, "none given")
         self.total_steps = 0
         self.resets = 0
         self.episode_seed = -1
@@ -107,7 +111,8 @@ class CounterEnv(gym.Env):
         self.t += 1
         self.last_action = int(action)
         terminated = self.t >= self.episode_length
-        return self._obs(), float(action) + 1.0, terminated, False, {"t": self.t}
+        reward = float(action) + 1.0 if self.bad_reward == "none given" else self.bad_reward
+        return self._obs(), reward, terminated, False, {"t": self.t}
 
 
 def _own_env_id() -> int:

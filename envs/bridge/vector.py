@@ -208,6 +208,26 @@ def _close_live_envs() -> None:
         env.close()
 
 
+def _close_on_sigterm() -> None:
+    """Make SIGTERM (a scheduler's stop, `kill`) close the live envs (their workers and default
+    log directories) before the process dies as SIGTERM would kill it; atexit hooks do not run
+    on a signal. Only where SIGTERM still has its default action and only from the main thread:
+    a handler the program installed itself is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum, frame):
+        try:
+            _close_live_envs()
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
 class ProcessVectorEnv(gym.vector.VectorEnv):
     """N envs in worker processes; see the module docstring for semantics.
 
@@ -309,6 +329,9 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         # NEXT_STEP mode: whether the last result handed out for an env ended its episode (then a
         # fault before its next step interrupts nothing: the recovery is a plain reset step).
         self._episode_over = np.zeros(num_envs, np.bool_)
+        # NEXT_STEP mode: the env's next step is answered by its worker without stepping the env
+        # (its recovery reset already delivered the observation); such a step proves nothing.
+        self._skips_next_step = np.zeros(num_envs, np.bool_)
         self._ready: dict[int, _Result | None] = {}  # insertion order = order of arrival
         self._buffer: mmap.mmap | None = None
         self._buffer_fd = -1
@@ -318,6 +341,8 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         self._use_pdeathsig = threading.current_thread() is threading.main_thread()
         self.closed = False
         _LIVE_ENVS.add(self)
+        if self._own_log_dir:
+            _close_on_sigterm()
         try:
             self._start_all()
         except BaseException:
@@ -584,8 +609,10 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
                 # episode had already ended, in which case this is just the reset step.
                 truncates = not (self._next_step and self._episode_over[i])
                 items.append((i, self._recovery_seed(w, i), None, truncates))
+                self._skips_next_step[i] = truncates and self._next_step  # as the worker does
             else:
                 items.append((i, env.reset_seed, env.reset_options, False))
+                self._skips_next_step[i] = False
         message = b"R" + pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
         self._issue(w, _Command("reset", env_ids, self.reset_timeout_s * len(env_ids)), message)
 
@@ -599,7 +626,13 @@ class ProcessVectorEnv(gym.vector.VectorEnv):
         command = w.inflight.popleft()
         w.deadline = time.monotonic() + w.inflight[0].timeout_s if w.inflight else float("inf")
         if command.kind == "step":
-            w.consecutive_failures = 0
+            # Only a step that stepped an env ends a run of failures: an env that crashes on
+            # every real step would otherwise be restarted forever, its skipped recovery steps
+            # resetting the count.
+            skipped = self._skips_next_step[command.env_ids]
+            if not skipped.all():
+                w.consecutive_failures = 0
+            self._skips_next_step[command.env_ids] = False
         extras = pickle.loads(message[1:]) if len(message) > 1 else None
         ready = self._ready
         for i in command.env_ids:

@@ -165,6 +165,21 @@ class _Hosted:
         self.skip_next_step = False  # NEXT_STEP mode after a fault reset: obs already delivered
 
 
+def check_reward(reward: Any, env_id: int) -> None:
+    """A step's reward must be one real, non-NaN number: None, a string or an array would be
+    written into the shared float buffer as NaN or garbage without a word."""
+    try:
+        ok = reward is not None and not isinstance(reward, (str, bytes)) and reward == reward
+        ok = ok and float(reward) == float(reward)  # NaN != NaN; raises for non-numbers
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise TypeError(
+            f"env {env_id} returned reward {reward!r} ({type(reward).__name__}) from step(); a "
+            f"reward must be a real number (int or float, not NaN): fix the env or wrap it"
+        )
+
+
 class _Worker:
     def __init__(self, conn: Any, index: int, shm: Any) -> None:
         self.conn = conn  # a channel.Channel
@@ -296,6 +311,7 @@ class _Worker:
                 reward_view[i], terminated_view[i], truncated_view[i] = 0.0, False, False
                 continue
             obs, reward, terminated, truncated, info = hosted.env.step(self.read_action(i))
+            check_reward(reward, i)
             hosted.episode_steps += 1
             if max_steps is not None and hosted.episode_steps >= max_steps:
                 truncated = True  # explicit time-limit truncation, as gymnasium.wrappers.TimeLimit
