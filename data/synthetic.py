@@ -38,6 +38,7 @@ split in worlds of another seed than `train`:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
 import os
@@ -50,6 +51,7 @@ import numpy as np
 import tyro
 
 from data import tokens
+from mineclip_jax import run_lock
 
 TICKS_PER_SECOND = 20
 NUM_FRAMES = 16
@@ -591,20 +593,65 @@ def episode_plan(config: SyntheticConfig) -> list[dict]:
     return plan
 
 
+# Bytes a clip needs beside its frames (its 77 int32 tokens and its JSON record, generously),
+# and room for the files' headers and clips.json.
+CLIP_EXTRA_BYTES = 77 * 4 + 1024
+SPACE_MARGIN_BYTES = 1 << 20
+
+
+def check_free_space(directory: str, need: int, what: str) -> None:
+    """Raise OSError(ENOSPC) saying "disk full" when `directory`'s file system has less than
+    `need` bytes free, before anything long starts."""
+    free = shutil.disk_usage(directory).free
+    if free < need:
+        raise OSError(
+            errno.ENOSPC,
+            f"disk full: {what} need {need / 1e9:.3f} GB in {directory} but its file system has "
+            f"{free / 1e9:.3f} GB free; free some space, choose another --out, or build fewer "
+            f"clips (--episodes, --clips-per-episode, --height/--width)",
+        )
+
+
+def reserve(path: str, what: str) -> None:
+    """Allocate a memory-mapped file's blocks now: a write into a hole that the disk cannot fill
+    is a SIGBUS that kills the process without a word, long after the start."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise OSError(
+            errno.ENOSPC,
+            f"disk full: could not reserve {os.fstat(fd).st_size / 1e9:.3f} GB for {what} "
+            f"({path}); free some space, choose another --out, or build fewer clips",
+        ) from None
+    finally:
+        os.close(fd)
+
+
 def build(config: SyntheticConfig, progress: bool = True) -> dict:
-    """Simulate, cut, caption and write the clip directory; returns its summary."""
+    """Simulate, cut, caption and write the clip directory; returns its summary. Holds the
+    --out's build lock (mineclip_jax.run_lock: a second build of the same --out is refused)."""
+    lock = run_lock.build_lock_path(config.out)
+    with run_lock.hold(lock, what=f"--out {os.path.expanduser(config.out)}"):
+        return _build(config, progress)
+
+
+def _build(config: SyntheticConfig, progress: bool) -> dict:
     out = _prepare(config.out, config.overwrite)
     plan = episode_plan(config)
     by_name = dict(zip(BEHAVIOUR_NAMES, BEHAVIOURS))
     per_batch = config.batch * config.clips_per_episode
     sizes = {s: per_batch * sum(p["split"] == s for p in plan) for s in ("train", "test")}
     shape = (NUM_FRAMES, config.height, config.width, 3)
-    frames_out = {
-        s: np.lib.format.open_memmap(
-            os.path.join(out, f"{s}_frames.npy"), "w+", np.uint8, (n, *shape)
-        )  # fmt: skip
-        for s, n in sizes.items()
-    }
+    need = sum(sizes.values()) * (int(np.prod(shape)) + CLIP_EXTRA_BYTES) + SPACE_MARGIN_BYTES
+    check_free_space(out, need, f"{sum(sizes.values())} clips of {list(shape)} frames")
+    frames_out = {}
+    for s, n in sizes.items():
+        path = os.path.join(out, f"{s}_frames.npy")
+        frames_out[s] = np.lib.format.open_memmap(path, "w+", np.uint8, (n, *shape))
+        reserve(path, f"the {s} clips' frames")
     records = {"train": [], "test": []}
     labels: dict[str, int] = {}
     t0 = time.monotonic()

@@ -14,6 +14,8 @@ import shutil
 import numpy as np
 import tensorflow_datasets as tfds
 
+from mineclip_jax import run_lock
+
 NUM_FRAMES = 16
 FRAME_SHAPE = (160, 256, 3)
 CONTEXT_LENGTH = 77
@@ -92,6 +94,12 @@ def build_into(builder_factory, out_dir: str | os.PathLike, overwrite: bool = Fa
 
     Returns out_dir, which then is a self-contained TFDS dataset directory.
     """
+    lock = run_lock.build_lock_path(out_dir)  # a second build of this --out is refused
+    with run_lock.hold(lock, what=f"--out {os.path.abspath(os.fspath(out_dir))}"):
+        return _build_into(builder_factory, out_dir, overwrite)
+
+
+def _build_into(builder_factory, out_dir, overwrite: bool) -> str:
     out_dir = prepare_output_dir(out_dir, overwrite)
     staging = out_dir + ".staging"
     shutil.rmtree(staging, ignore_errors=True)
