@@ -8,10 +8,12 @@ from envs.voxel.env import (
     observe,
     render_state,
     reset,
+    reset_state,
     scene,
     step,
     step_autoreset,
     step_autoreset_batch,
+    step_state,
     target_features,
 )
 from envs.voxel.state import (
@@ -47,9 +49,11 @@ __all__ = [
     "observe",
     "render_state",
     "reset",
+    "reset_state",
     "scene",
     "step",
     "step_autoreset",
     "step_autoreset_batch",
+    "step_state",
     "target_features",
 ]

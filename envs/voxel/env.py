@@ -118,6 +118,13 @@ def _choose_spawn(u, world, params: VoxelParams, static: VoxelStaticConfig):
 
 def reset(key, params: VoxelParams, static: VoxelStaticConfig):
     """A new episode: a world from the pool, a spawn point, inventory and mobs. -> (obs, state)"""
+    state = reset_state(key, params, static)
+    return observe(state, params, static), state
+
+
+def reset_state(key, params: VoxelParams, static: VoxelStaticConfig) -> VoxelState:
+    """``reset`` without the observation (no frame rendered): what an auto-reset needs before
+    it knows whether the episode ended."""
     # One draw of uniforms for everything random at reset (few RNG ops keep compiles short).
     mm = static.max_mobs
     u = jax.random.uniform(key, (1 + 2 * _SPAWN_CANDIDATES + 9 * mm,))
@@ -183,8 +190,7 @@ def reset(key, params: VoxelParams, static: VoxelStaticConfig):
     sig = task_signals(state, params)
     best = jnp.where(sig.target_visible, sig.target_distance, task_spec.FAR)
     sig = sig.replace(best_target_distance=best)
-    state = state.replace(best_target_distance=best, initial_signals=sig, prev_signals=sig)
-    return observe(state, params, static), state
+    return state.replace(best_target_distance=best, initial_signals=sig, prev_signals=sig)
 
 
 def _hurt_player(player: Player, inv: Inventory, amount, from_pos):
@@ -203,22 +209,30 @@ def _hurt_player(player: Player, inv: Inventory, amount, from_pos):
 
 
 def step(key, state: VoxelState, action, params: VoxelParams, static: VoxelStaticConfig):
+    """One env step: ``step_state``, then one observation (one rendered frame) of the new state.
+
+    -> (obs, state, reward, terminated, truncated, info).
+    """
+    state, reward, terminated, truncated, info = step_state(key, state, action, params, static)
+    return observe(state, params, static), state, reward, terminated, truncated, info
+
+
+def step_state(key, state: VoxelState, action, params: VoxelParams, static: VoxelStaticConfig):
     """One env step: ``static.action_repeat`` game ticks (one by default).
 
-    -> (obs, state, reward, terminated, truncated, info). With a repeat of k > 1 the camera turn
+    -> (state, reward, terminated, truncated, info), no observation. With a repeat of k > 1 the camera turn
     and the one-shot functional actions (use, drop, craft, equip, place, destroy) act on the
     first tick only, movement, jump, sneak/sprint and attack are held for all k ticks (holding
     attack is how blocks are mined), and the step stops at the tick the episode ends. Rewards
     (``reward``, ``info["dense_reward"]``) are summed over the ticks, ``success``/``dead`` are
-    those of the last tick run, and one observation (one rendered frame) is made at the end.
+    those of the last tick run.
     """
     action = jnp.asarray(action).astype(I32)
     chex.assert_shape(action, (8,))
     action = jnp.clip(action, 0, jnp.asarray(spaces.ACTION_NVEC) - 1)
     k = static.action_repeat
     if k == 1:
-        state, reward, terminated, truncated, info = _tick(key, state, action, params, static)
-        return observe(state, params, static), state, reward, terminated, truncated, info
+        return _tick(key, state, action, params, static)
     held = jnp.where(
         action[5] == spaces.FN_ATTACK, action[5], 0
     )  # attack is held, other functional actions are one-shot
@@ -249,7 +263,7 @@ def step(key, state: VoxelState, action, params: VoxelParams, static: VoxelStati
     no_tick = (state, *jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), outs[1:]))
     steps = (jnp.arange(k), jax.random.split(key, k))
     (state, reward, terminated, truncated, info), _ = jax.lax.scan(tick, no_tick, steps)
-    return observe(state, params, static), state, reward, terminated, truncated, info
+    return state, reward, terminated, truncated, info
 
 
 _CAMERA_CENTER = spaces.CAMERA_NOOP_BIN  # MultiDiscrete camera bin of a zero turn
@@ -369,16 +383,20 @@ def step_autoreset(key, state: VoxelState, action, params: VoxelParams, static: 
     The returned obs/state are the new episode's first ones when the episode ended; reward,
     flags and info belong to the finished step (``info["final_obs"]`` is not kept, to stay cheap;
     use ``step`` directly when you need it).
+
+    One frame is rendered per call: the stepped state and a fresh episode's state are computed
+    without observations, the one that goes on is picked, and only it is observed. (Observing
+    both and picking, the obvious form, renders two frames per env step under ``vmap``, where
+    both sides of every ``where`` run: 1.6x slower at 32x48.)
     """
     k_step, k_reset = jax.random.split(key)
-    obs, new_state, reward, terminated, truncated, info = step(
+    new_state, reward, terminated, truncated, info = step_state(
         k_step, state, action, params, static
     )
     done = terminated | truncated
-    obs_r, state_r = reset(k_reset, params, static)
+    state_r = reset_state(k_reset, params, static)
     state = jax.tree.map(lambda a, b: jnp.where(done, a, b), state_r, new_state)
-    obs = jax.tree.map(lambda a, b: jnp.where(done, a, b), obs_r, obs)
-    return obs, state, reward, terminated, truncated, info
+    return observe(state, params, static), state, reward, terminated, truncated, info
 
 
 def step_autoreset_batch(keys, states, actions, params: VoxelParams, static: VoxelStaticConfig):
@@ -425,9 +443,11 @@ __all__ = [
     "observe",
     "render_state",
     "reset",
+    "reset_state",
     "scene",
     "step",
     "step_autoreset",
     "step_autoreset_batch",
+    "step_state",
     "target_features",
 ]
