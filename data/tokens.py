@@ -43,7 +43,8 @@ def tokenize(texts: Sequence[str]) -> np.ndarray:
     texts = [str(t) for t in texts]
     project_tokenize = _project_tokenize()
     if project_tokenize is not None:
-        return np.asarray(project_tokenize(texts), dtype=np.int32).reshape(len(texts), -1)
+        rows = project_tokenize(texts, truncate=True)  # transcripts are cut, as documented
+        return np.asarray(rows, dtype=np.int32).reshape(len(texts), -1)
     if not texts:
         return np.zeros((0, CONTEXT_LENGTH), np.int32)
     raw = _instant_tokenizer().tokenize_batch(texts, CONTEXT_LENGTH)

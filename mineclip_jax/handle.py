@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mineclip_jax.config import MineCLIPConfig
-from mineclip_jax.model import MineCLIP
+from mineclip_jax.model import MineCLIP, check_frame_values, check_token_ids
 from mineclip_jax.tokenizer import tokenize
 
 Params = Any  # a nested dict of arrays: the "params" collection of MineCLIP
@@ -71,9 +71,11 @@ class MineCLIPHandle:
         return f"MineCLIPHandle(config={self.config}, num_params={n:,})"
 
     # ------------------------------------------------------------------------ the model API
-    def encode_frames(self, frames) -> jax.Array:
-        """uint8 [..., H, W, 3] -> float32 [..., D], one feature per frame."""
-        return self._encode_frames(self.params, jnp.asarray(frames))
+    def encode_frames(self, frames, *, unit_range: bool = False) -> jax.Array:
+        """uint8 [..., H, W, 3] -> float32 [..., D], one feature per frame. Float frames must
+        hold 0..255 values; `unit_range=True` takes [0, 1] floats (`check_frame_values`)."""
+        frames = check_frame_values(jnp.asarray(frames), unit_range)
+        return self._encode_frames(self.params, frames)
 
     def aggregate(self, frame_features) -> jax.Array:
         """float [..., T, D] -> [..., D]: temporal encoder then video adapter."""
@@ -87,9 +89,11 @@ class MineCLIPHandle:
         """float [..., D] -> [..., D]: the residual video adapter."""
         return self._adapt_video(self.params, jnp.asarray(video_features))
 
-    def encode_video(self, frames) -> jax.Array:
-        """uint8 [..., T, H, W, 3] -> float32 [..., D], the video embedding used for scoring."""
-        return self._encode_video(self.params, jnp.asarray(frames))
+    def encode_video(self, frames, *, unit_range: bool = False) -> jax.Array:
+        """uint8 [..., T, H, W, 3] -> float32 [..., D], the video embedding used for scoring
+        (float frames: see `encode_frames`)."""
+        frames = check_frame_values(jnp.asarray(frames), unit_range)
+        return self._encode_video(self.params, frames)
 
     def encode_text(self, texts_or_tokens: str | Sequence[str] | Any) -> jax.Array:
         """A prompt, a list of prompts, or int token ids [..., L] -> float32 [..., D]."""
@@ -108,7 +112,7 @@ class MineCLIPHandle:
                     f"encode_text takes prompts (str or list of str) or integer token ids, "
                     f"got an array of dtype {tokens.dtype}"
                 )
-            tokens = tokens.astype(np.int32)
+            tokens = check_token_ids(tokens, self.config.vocab_size).astype(np.int32)
         return self._encode_text(self.params, jnp.asarray(tokens))
 
     def logits(self, video_emb, text_emb) -> jax.Array:

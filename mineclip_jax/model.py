@@ -58,6 +58,60 @@ def quick_gelu(x: jax.Array) -> jax.Array:
     return 0.5 * x * (1.0 + jnp.tanh(0.851 * x))
 
 
+def check_frame_values(frames, unit_range: bool = False):
+    """Frames as the model takes them (0..255 values), checked where their values are known.
+
+    uint8 frames pass as they are. Float frames must hold 0..255 values; frames that look like
+    floats in [0, 1] (every value in 0..1, some above 0) are refused, since the model would see
+    them as near-black images and score every env alike, unless `unit_range=True`, which scales
+    [0, 1] frames by 255. Integers outside 0..255, booleans, NaN and values outside the range
+    raise. Inside `jit` (a tracer) the values are unknown and only the dtype is checked."""
+    dtype = np.dtype(frames.dtype)
+    if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):  # bool too
+        raise TypeError(f"frames must be uint8 (or 0..255 numbers), got dtype {dtype}")
+    if dtype == np.uint8 and not unit_range:
+        return frames
+    if isinstance(frames, jax.core.Tracer):
+        return frames * 255.0 if unit_range else frames
+    # XLA's min/max reductions may skip NaN on CPU: finiteness is checked on its own.
+    lo, hi, finite = jax.device_get((jnp.min(frames), jnp.max(frames), jnp.isfinite(frames).all()))
+    lo, hi = float(lo), float(hi)
+    top = 1.0 if unit_range else 255.0
+    if not (finite and 0.0 <= lo and hi <= top):
+        if not finite:
+            lo, hi = float("nan"), float("nan")
+        raise ValueError(
+            f"frames must hold values in 0..{top:g}{' (unit_range=True)' if unit_range else ''}, "
+            f"got {dtype} values in [{lo:g}, {hi:g}]; pass uint8 RGB frames"
+        )
+    if unit_range:
+        return frames * 255.0
+    if np.issubdtype(dtype, np.floating) and 0.0 < hi <= 1.0:
+        raise ValueError(
+            f"float frames in [0, {hi:g}] look like images scaled to [0, 1], which the model "
+            f"would see as near-black (it takes 0..255 values, as uint8 frames hold); pass "
+            f"(frames * 255).astype(np.uint8) or unit_range=True"
+        )
+    return frames
+
+
+def check_token_ids(tokens, vocab_size: int):
+    """Integer token ids in 0 .. vocab_size - 1 (an id outside gives a NaN embedding or wraps
+    around to another token); the values are checked where they are known (not inside jit)."""
+    dtype = np.dtype(tokens.dtype)
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"token ids must be integers, got dtype {dtype}")
+    if isinstance(tokens, jax.core.Tracer) or not np.size(tokens):
+        return tokens
+    lo, hi = (int(v) for v in jax.device_get((jnp.min(tokens), jnp.max(tokens))))
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(
+            f"token ids must be in 0..{vocab_size - 1} (the CLIP vocabulary), got ids in "
+            f"[{lo}, {hi}]; build them with mineclip_jax.tokenize(texts)"
+        )
+    return tokens
+
+
 def preprocess_frames(frames: jax.Array) -> jax.Array:
     """uint8 (or any 0..255 numeric) RGB [..., H, W, 3] -> float32 normalised with the MineCLIP
     mean/std, exactly as the official `basic_image_tensor_preprocess` (x / 255, then per-channel

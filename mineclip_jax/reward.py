@@ -48,6 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mineclip_jax.model import check_frame_values
+
 RewardKind = Literal["direct", "delta"]
 
 # The prompts of the paper's 12 experiment tasks (Sec. 5, App. G.1): Animal-Zoo, Mob-Combat and
@@ -450,10 +452,10 @@ class MineCLIPReward:
         )
 
     def step_frames(self, state: RewardState, frames, is_first):
-        """Encode frames [N, H, W, 3] and step, in one jit: -> (state, reward, P_G, features)."""
-        return _jit_step_frames(
-            self.spec.module, self.spec, state, jnp.asarray(frames), jnp.asarray(is_first)
-        )
+        """Encode frames [N, H, W, 3] and step, in one jit: -> (state, reward, P_G, features).
+        Frames are uint8 (or 0..255 floats: [0, 1] floats are refused, `check_frame_values`)."""
+        frames = check_frame_values(jnp.asarray(frames))
+        return _jit_step_frames(self.spec.module, self.spec, state, frames, jnp.asarray(is_first))
 
     def trajectory_rewards(self, frame_features, goal_index=None):
         """Whole trajectories [B, T, D] -> (reward [B, T], P_G [B, T])."""

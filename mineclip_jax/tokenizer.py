@@ -1,8 +1,9 @@
 """The MineCLIP tokenizer: CLIP byte-level BPE, ids laid out as the official `tokenize_batch`.
 
 Row layout (int32 [N, 77]): position 0 = SOT 49406, then the first 75 BPE ids of the prompt,
-then EOT 49407 right after them, zeros (pad id 0) after that. Over-long prompts are cut to
-SOT + 75 + EOT. Text normalisation follows the Hugging Face fast CLIP tokenizer the official
+then EOT 49407 right after them, zeros (pad id 0) after that. A prompt over 75 ids raises, as
+OpenAI CLIP's tokenizer does, unless `truncate=True` cuts it to SOT + 75 + EOT (the official
+MineCLIP `tokenize_batch`; data pipelines cutting transcripts ask for it). Text normalisation follows the Hugging Face fast CLIP tokenizer the official
 code uses: Unicode NFC, runs of whitespace -> one space, lower case; no ftfy, no HTML unescape.
 
 Two interchangeable backends:
@@ -214,6 +215,19 @@ def _encode_instant(instant, text: str) -> list[int]:
     return ids
 
 
+def _check_lengths(texts, ids_per_text, context_length: int) -> None:
+    fit = context_length - 2
+    long = [(t, len(ids)) for t, ids in zip(texts, ids_per_text) if len(ids) > fit]
+    if long:
+        text, n = long[0]
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ValueError(
+            f"{len(long)} prompt(s) too long for the context: {shown!r} is {n} tokens, over the "
+            f"{fit} that fit in {context_length} (SOT + {fit} + EOT); shorten it, or pass "
+            f"truncate=True to cut it to its first {fit} tokens"
+        )
+
+
 def _rows_from_ids(ids_per_text: Sequence[Sequence[int]], context_length: int) -> np.ndarray:
     tokens = np.full((len(ids_per_text), context_length), PAD_TOKEN, dtype=np.int32)
     tokens[:, 0] = SOT_TOKEN
@@ -230,6 +244,7 @@ def tokenize(
     *,
     backend: str = "auto",
     bpe_path: str | os.PathLike | None = None,
+    truncate: bool = False,
 ) -> np.ndarray:
     """Prompts -> int32 [N, context_length] exactly as the official MineCLIP tokenization.
 
@@ -239,6 +254,8 @@ def tokenize(
       backend: "auto" (instant-clip-tokenizer if installed, else pure Python), "instant"
         or "python".
       bpe_path: CLIP BPE merges file for the pure-Python backend (optional, see module doc).
+      truncate: cut prompts over context_length - 2 ids to that many (False: raise, naming
+        the prompt and its length).
     """
     if isinstance(texts, str):
         texts = [texts]
@@ -260,4 +277,6 @@ def tokenize(
     else:
         encoder = _python_tokenizer(None if bpe_path is None else str(bpe_path))
         ids = [encoder.encode(t) for t in texts]
+    if not truncate:
+        _check_lengths(texts, ids, context_length)
     return _rows_from_ids(ids, context_length)

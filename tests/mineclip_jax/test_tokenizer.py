@@ -103,7 +103,7 @@ def test_known_ids_and_row_layout():
 
 
 def test_truncation_to_75_plus_2():
-    row = mcj.tokenize("a " * 200)[0]
+    row = mcj.tokenize("a " * 200, truncate=True)[0]  # asked for: cut to SOT + 75 + EOT
     assert row[0] == SOT and row[76] == EOT and np.all(row[1:76] == 320)
     exact = mcj.tokenize("a " * 75)[0]
     np.testing.assert_array_equal(exact, row)
@@ -122,7 +122,8 @@ def test_normalisation_whitespace_case_nfc():
 
 
 def test_context_length_and_bad_input():
-    assert mcj.tokenize(["x y z"], context_length=4)[0].tolist() == [SOT, 343, 344, EOT]
+    cut = mcj.tokenize(["x y z"], context_length=4, truncate=True)
+    assert cut[0].tolist() == [SOT, 343, 344, EOT]
     with pytest.raises(TypeError, match="sequence of str"):
         mcj.tokenize(["ok", 3])
     with pytest.raises(ValueError, match="backend"):
@@ -172,8 +173,8 @@ def test_backends_agree_on_generated_prompts():
     bpe_file = tok.find_bpe_file()
     prompts = generated_prompts()
     assert len(prompts) >= 300
-    instant = mcj.tokenize(prompts, backend="instant")
-    python = mcj.tokenize(prompts, backend="python", bpe_path=bpe_file)
+    instant = mcj.tokenize(prompts, backend="instant", truncate=True)
+    python = mcj.tokenize(prompts, backend="python", bpe_path=bpe_file, truncate=True)
     mismatched = [p for p, a, b in zip(prompts, instant, python) if not np.array_equal(a, b)]
     assert not mismatched, mismatched[:5]
     assert np.all(instant[:, 0] == SOT) and np.all((instant == EOT).sum(1) >= 1)
