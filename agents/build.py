@@ -44,7 +44,12 @@ def static_key(cfg) -> tuple:
 
 def build_network(cfg, env: lrn.JaxEnv):
     if env.task_names == ("cartpole",):
-        return networks.MLPActorCritic(env.action_dims)
+        if not cfg.core_size:
+            return networks.MLPActorCritic(env.action_dims)
+        return networks.MineAgent(  # CartPole with memory: the MineAgent on its state vector
+            action_dims=env.action_dims, core_size=cfg.core_size, fusion_dim=64, feat_hidden=64,
+            actor_hidden=64, actor_depth=1, critic_hidden=64, critic_depth=1,
+        )
     from envs import spaces, voxel
 
     prior = None
@@ -68,6 +73,7 @@ def build_network(cfg, env: lrn.JaxEnv):
         privileged_actor=cfg.privileged_policy,
         privileged_size=voxel.NUM_TARGET_FEATURES,
         aux_dim=len(adapters.AUX_FEATURES) if cfg.aux_coef > 0 else 0,
+        core_size=cfg.core_size,
         **size,
     )
 

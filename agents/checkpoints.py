@@ -275,6 +275,9 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     `prev_action` is the previous *policy* action `[B, K]` (the no-op `info["noop_action"]` at
     an episode start, the default; returned in `info` as `info["last_policy_action"]` after
     each call for convenience); `task_id` `[B]` indexes `info["task_names"]` (default 0).
+    A recurrent policy (`info["core_size"] > 0`) also takes its carry `core [B, H]` (default:
+    a fresh episode's) and `episode_start [B]` (default: True where `core` is not given), and
+    leaves the new carry in `info["last_core"]`: pass it back with the next step.
     """
     cfg, built, runner = load_run(run_dir, step)
     params = runner.params
@@ -289,16 +292,19 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
         "env_steps": int(runner.env_steps),
         "update": int(runner.update_step),
         "last_policy_action": None,
+        "core_size": L.core_size,
+        "last_core": None,
     }
 
     @jax.jit
-    def _act(params, consts, key, obs, prev, task_id, deterministic):
+    def _act(params, consts, key, obs, prev, task_id, deterministic, core, start):
         pobs = L.policy_obs_batch(consts, obs, task_id)
-        logits = L.policy_logits(params, pobs, prev)
+        logits, core = L.policy_logits(params, pobs, prev, core, start)
         a = jnp.where(deterministic, losses.mode(logits, dims), losses.sample(key, logits, dims))
-        return jax.vmap(env.to_env_action)(a), a
+        return jax.vmap(env.to_env_action)(a), a, core
 
-    def policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False):
+    def policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False,
+                  core=None, episode_start=None):  # fmt: skip
         obs = jax.tree.map(jnp.asarray, obs_batch)
         b = jax.tree.leaves(obs)[0].shape[0]
         prev = (
@@ -307,8 +313,16 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
             else jnp.asarray(prev_action, jnp.int32)
         )
         tid = jnp.zeros((b,), jnp.int32) if task_id is None else jnp.asarray(task_id, jnp.int32)
-        env_a, a = _act(params, L.consts, key, obs, prev, tid, jnp.asarray(deterministic))
+        if episode_start is None:
+            episode_start = np.full((b,), core is None)
+        core = L.initial_core(b) if core is None else jnp.asarray(core, jnp.float32)
+        if core.shape != (b, L.carry_size):
+            raise ValueError(f"core has shape {core.shape}; this policy's carry is "
+                             f"[{b}, {L.carry_size}] (pass info['last_core'] back)")  # fmt: skip
+        env_a, a, core = _act(params, L.consts, key, obs, prev, tid, jnp.asarray(deterministic),
+                              core, jnp.asarray(episode_start, bool))  # fmt: skip
         info["last_policy_action"] = np.asarray(a)
+        info["last_core"] = np.asarray(core)
         return np.asarray(env_a)
 
     return policy_fn, info

@@ -237,8 +237,8 @@ def random_policy(single_action_space, num_envs: int) -> Policy:
 
 def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) -> Policy:
     """Adapt ``agents.checkpoints.load_policy``'s ``policy_fn`` to the evaluator: feed back the
-    previous policy action (the no-op at episode starts, as in training) and the index of
-    ``task_id`` among the run's tasks."""
+    previous policy action (the no-op at episode starts, as in training), a recurrent policy's
+    carry (zeroed at episode starts) and the index of ``task_id`` among the run's tasks."""
     import jax
 
     names = tuple(info.get("task_names", ()))
@@ -250,7 +250,7 @@ def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) 
         raise ValueError(
             f"the run was trained on {names}; {task_id!r} is not one of them, so it has no task index"
         )
-    state = {"key": jax.random.key(seed), "prev": None}
+    state = {"key": jax.random.key(seed), "prev": None, "core": None}
 
     def act(obs, rng: np.random.Generator, is_first: np.ndarray) -> np.ndarray:
         del rng
@@ -260,10 +260,14 @@ def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) 
             noop = np.asarray(info.get("noop_action", 0))
             prev = np.where(np.asarray(is_first)[:, None], noop, prev)
         num_envs = len(is_first)
+        memory = {}
+        if info.get("core_size", 0):  # a recurrent policy's carry, zeroed at episode starts
+            memory = dict(core=state["core"], episode_start=np.asarray(is_first, bool))
         actions = policy_fn(
-            key, obs, prev_action=prev, task_id=np.full((num_envs,), index, np.int32)
+            key, obs, prev_action=prev, task_id=np.full((num_envs,), index, np.int32), **memory
         )
         state["prev"] = np.asarray(info["last_policy_action"])
+        state["core"] = info.get("last_core")
         return actions
 
     return act

@@ -105,12 +105,14 @@ def _episode_fn(L: lrn.Learner, task_id: np.ndarray, max_steps: int):
             rstate = hooks.start(consts, rstate, obs)
         zf, zi, zb = jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool)
         carry = dict(t=jnp.zeros((), jnp.int32), env_state=env_state, obs=obs,
-                     prev=jnp.tile(L.noop_action, (n, 1)), rstate=rstate, ret=zf, length=zi,
+                     prev=jnp.tile(L.noop_action, (n, 1)), core=L.initial_core(n),
+                     rstate=rstate, ret=zf, length=zi,
                      over=zb, out_return=zf, out_length=zi, out_success=zb)  # fmt: skip
 
         def body(c):
             t = c["t"]
-            logits = L.policy_logits(params, c["obs"], c["prev"])
+            first = jnp.broadcast_to(t == 0, (n,))  # one episode per env: its first step
+            logits, core = L.policy_logits(params, c["obs"], c["prev"], c["core"], first)
             action = losses.sample(jax.random.fold_in(k_act, t), logits, dims)
             raw, env_state, r_env, term, trunc, info = jax.vmap(
                 step, in_axes=(0, 0, 0, 0, None)
@@ -129,6 +131,7 @@ def _episode_fn(L: lrn.Learner, task_id: np.ndarray, max_steps: int):
             ends = done & live
             return dict(
                 t=t + 1, env_state=env_state, obs=obs, rstate=rstate, ret=ret, length=length,
+                core=core,
                 prev=jnp.where(done[:, None], L.noop_action, action), over=c["over"] | done,
                 out_return=jnp.where(ends, fin["return"], c["out_return"]),
                 out_length=jnp.where(ends, fin["length"], c["out_length"]),

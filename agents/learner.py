@@ -20,8 +20,16 @@ axis, parameters and optimizer states are replicated, and XLA's partitioner inse
 all-reduce (the loss is a mean over the *global* minibatch, so the update is the same on 1 or N
 devices). `num_envs` must be a multiple of the device count.
 
-With the action-smoothing loss on, minibatches are sets of whole envs (all `num_steps` steps of
-each) so the loss can compare consecutive steps; without it, single transitions are shuffled. Terminated and truncated both stop the GAE bootstrap.
+With the action-smoothing loss on or a recurrent policy, minibatches are sets of whole envs (all
+`num_steps` steps of each) so the loss can compare consecutive steps and the recurrent core can
+be replayed over them; otherwise single transitions are shuffled. Terminated and truncated both
+stop the GAE bootstrap.
+
+Recurrent PPO (a network with `core_size > 0`, `agents.networks.MineAgent`): the actor state
+carries each env's core `[N, H]` and whether its observation opens an episode; every transition
+stores the carry it was acted on and that flag (a memoryless policy's carry is one unused unit), and the update replays each minibatch's envs
+from the carry stored at the rollout's first step, zeroing it where an episode starts, so the
+update's log-probs are the rollout's (`apply_policy` is the one function both call).
 """
 
 from __future__ import annotations
@@ -42,6 +50,30 @@ from jax.sharding import PartitionSpec as P
 
 from agents import episodes, losses
 from agents import self_imitation as si
+
+
+def core_size(network: nn.Module) -> int:
+    """GRU units of a network's recurrent core (0: memoryless)."""
+    return int(getattr(network, "core_size", 0) or 0)
+
+
+def apply_policy(network: nn.Module, params, obs, prev_action, core, start, mutable=False):
+    """Any policy network over a `[T, B]` sequence: obs leaves `[T, B, ...]`, `prev_action
+    [T, B, K]`, the carry `core [B, H]` at step 0 (passed through by a memoryless network),
+    `start [T, B]` (an episode opens there) -> `(logits [T, B, A], value [T, B], core [B, H])`, plus the mutable
+    collections with `mutable`. A memoryless network sees the `T * B` steps as one batch."""
+    t, b = start.shape
+    variables = {"params": params}
+    if core_size(network):
+        out = network.apply(variables, obs, prev_action, core, start, mutable=mutable)
+        (logits, value, core), extra = out if mutable else (out, None)
+    else:
+        flat = lambda x: x.reshape((t * b,) + x.shape[2:])  # noqa: E731
+        out = network.apply(variables, jax.tree.map(flat, obs), flat(prev_action),
+                            mutable=mutable)  # fmt: skip
+        (logits, value), extra = out if mutable else (out, None)
+        logits, value = logits.reshape(t, b, -1), value.reshape(t, b)
+    return ((logits, value, core), extra) if mutable else (logits, value, core)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,6 +246,8 @@ class ActorState:
     env_steps: jax.Array  # int32 []
     env_params: Any = None
     env_state: Any = None
+    core: jax.Array = None  # f32 [N, H]: the recurrent policy's carry (memoryless: 1 unused unit)
+    episode_start: jax.Array = None  # bool [N]: `obs` is an episode's first observation
 
 
 LEARNER_FIELDS = tuple(f.name for f in dataclasses.fields(LearnerState))
@@ -260,6 +294,8 @@ class Transition:
     done: jax.Array
     episode_id: jax.Array
     mask: jax.Array
+    core: jax.Array  # f32 [T, N, H]: the carry each step was acted on (before its reset)
+    start: jax.Array  # bool [T, N]: the step opens an episode (the carry is zeroed first)
 
 
 def make_mesh(num_devices: int | None = None) -> Mesh:
@@ -345,14 +381,41 @@ class Learner:
         self.num_updates = st.num_updates
         self.grad_steps = st.num_updates * st.update_epochs * st.num_minibatches
         self.consts = {} if consts is None else consts
+        self.core_size = core_size(network)
+        # minibatches of whole env sequences: the smoothing loss compares consecutive steps,
+        # a recurrent core is replayed over them
+        self.sequences = st.smoothing or self.core_size > 0
         self._jit_cache = {}
 
     # ---------------------------------------------------------------- pieces
     def apply(self, params, obs, prev_action):
+        """A memoryless network on one batch of observations -> (logits, value)."""
+        if self.core_size:
+            raise ValueError("this policy is recurrent: use Learner.step_policy (it carries "
+                             "the core between steps)")  # fmt: skip
         return self.network.apply({"params": params}, obs, prev_action)
 
-    def policy_logits(self, params, obs, prev_action):
-        """The actor's logits alone. A privileged critic's input is training-only: where the
+    def step_policy(self, params, obs, prev_action, core, start):
+        """One step of any policy for a batch `[B, ...]`: the carry `core [B, H]` and
+        `start [B]` (the observation opens an episode) -> (logits, value, core)."""
+        one = lambda x: x[None]  # noqa: E731
+        logits, value, core = apply_policy(self.network, params, jax.tree.map(one, obs),
+                                           one(prev_action), core, one(start))  # fmt: skip
+        return logits[0], value[0], core
+
+    @property
+    def carry_size(self) -> int:
+        """Width of the stored carry: the core's, or 1 unused unit for a memoryless policy (a
+        zero-width per-env array would lose its env-axis sharding in XLA's outputs)."""
+        return max(self.core_size, 1)
+
+    def initial_core(self, n: int) -> jax.Array:
+        """The carry a fresh episode starts from: zeros `[n, carry_size]`."""
+        return jnp.zeros((n, self.carry_size), jnp.float32)
+
+    def policy_logits(self, params, obs, prev_action, core=None, start=None):
+        """The actor's logits alone (and, for a recurrent policy given `core` and `start`, the
+        new carry: `(logits, core)`). A privileged critic's input is training-only: where the
         observations come without it (a deployed policy on any env), the critic is fed zeros,
         which cannot change the logits (the actor never reads it) and whose value is dropped."""
         if "privileged" not in obs and getattr(self.network, "privileged_actor", False):
@@ -363,7 +426,10 @@ class Learner:
             n = jax.tree.leaves(obs)[0].shape[0]
             size = self.network.privileged_size
             obs = {**obs, "privileged": jnp.zeros((n, size), jnp.float32)}
-        return self.apply(params, obs, prev_action)[0]
+        if core is None:
+            return self.apply(params, obs, prev_action)[0]
+        logits, _, core = self.step_policy(params, obs, prev_action, core, start)
+        return logits, core
 
     def policy_obs_batch(self, consts, raw_obs, task_id):
         """Raw env observations `[N, ...]` -> the policy's input dict (features computed once)."""
@@ -376,8 +442,13 @@ class Learner:
 
     def init_params(self, key, obs_batch):
         k = len(self.action_dims)
-        prev = jnp.zeros((obs_batch_leading(obs_batch), k), jnp.int32)
-        return self.network.init(key, obs_batch, prev)["params"]
+        n = obs_batch_leading(obs_batch)
+        prev = jnp.zeros((n, k), jnp.int32)
+        if not self.core_size:
+            return self.network.init(key, obs_batch, prev)["params"]
+        one = lambda x: x[None]  # noqa: E731
+        return self.network.init(key, jax.tree.map(one, obs_batch), one(prev),
+                                 self.initial_core(n), jnp.ones((1, n), bool))["params"]  # fmt: skip
 
     def init(self, key, env_params=None) -> Runner:
         """Fresh runner (unsharded; `shard` places it on the mesh). `env_params` (default: the
@@ -422,11 +493,13 @@ class Learner:
             episode_id=jnp.zeros((n,), jnp.int32),
             task_id=jnp.asarray(task_id, jnp.int32),
             reward_state=reward_state,
-            si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, obs_one, k),
-            si_store=si.init_store(n, st.si_max_len, obs_one, k),
+            si_buffer=si.init_buffer(st.si_capacity, st.si_max_len, obs_one, k, self.carry_size),
+            si_store=si.init_store(n, st.si_max_len, obs_one, k, self.carry_size),
             key=k_run,
             update_step=jnp.zeros((), jnp.int32),
             env_steps=jnp.zeros((), jnp.int32),
+            core=self.initial_core(n),
+            episode_start=jnp.ones((n,), bool),
         )
 
     def placement(self, runner: Runner, seeds: bool = False):
@@ -499,7 +572,8 @@ class Learner:
 
         def step_fn(r: Runner, _):
             key, k_act, k_env = jax.random.split(r.key, 3)
-            logits, value = self.apply(r.params, r.obs, r.prev_action)
+            logits, value, core = self.step_policy(r.params, r.obs, r.prev_action, r.core,
+                                                   r.episode_start)  # fmt: skip
             action = losses.sample(k_act, logits, dims)
             logp = losses.log_prob(logits, action, dims)
             env_action = jax.vmap(env.to_env_action)(action)
@@ -512,7 +586,8 @@ class Learner:
             ep_return, ep_length, finished = episodes.step_episodes(
                 r.ep_return, r.ep_length, reward, done
             )
-            store = si.record_step(r.si_store, r.obs, r.prev_action, action)
+            acted_core = jnp.where(r.episode_start[:, None], 0.0, r.core)  # what the step saw
+            store = si.record_step(r.si_store, r.obs, r.prev_action, action, acted_core)
             buf, store = si.finish_episodes(
                 r.si_buffer, store, done, finished["return"], success, r.task_id,
                 hp.si_min_return,
@@ -520,7 +595,7 @@ class Learner:
             t = Transition(
                 obs=r.obs, prev_action=r.prev_action, action=action, logp=logp, value=value,
                 reward=reward, done=done, episode_id=r.episode_id,
-                mask=jnp.ones((n,), jnp.float32),
+                mask=jnp.ones((n,), jnp.float32), core=r.core, start=r.episode_start,
             )  # fmt: skip
             stats = {**finished, "success": success}
             r = r.update(
@@ -531,6 +606,8 @@ class Learner:
                 ep_return=ep_return,
                 ep_length=ep_length,
                 episode_id=r.episode_id + done.astype(jnp.int32),
+                core=core,
+                episode_start=done,
                 reward_state=rstate,
                 si_buffer=buf,
                 si_store=store,
@@ -549,21 +626,17 @@ class Learner:
     def _loss(self, params, mb: Transition, adv, ret, hp: HyperParams):
         st, dims = self.static, self.action_dims
         t_len, nb = mb.action.shape[:2]
-        flat = lambda x: x.reshape((t_len * nb,) + x.shape[2:])  # noqa: E731
-        obs = jax.tree.map(flat, mb.obs)
+        # the carry of each env at the sequence's first step (a memoryless policy's is [nb, 0])
+        args = (self.network, params, mb.obs, mb.prev_action, mb.core[0], mb.start)
         if st.aux:
-            (logits, value), inter = self.network.apply(
-                {"params": params}, obs, flat(mb.prev_action), mutable=["intermediates"]
-            )
+            (logits, value, _), inter = apply_policy(*args, mutable=["intermediates"])
             pred = inter["intermediates"]["aux_pred"][0].reshape(t_len, nb, -1)
             target = jax.lax.stop_gradient(mb.obs["aux_target"])
             valid = mb.obs.get("aux_mask", jnp.ones_like(target))  # per-target: is it defined
             aux = losses.masked_mean(jnp.sum(valid * (pred - target) ** 2, axis=-1), mb.mask)
         else:
-            logits, value = self.apply(params, obs, flat(mb.prev_action))
+            logits, value, _ = apply_policy(*args)
             aux = jnp.zeros(())
-        logits = logits.reshape(t_len, nb, -1)
-        value = value.reshape(t_len, nb)
         new_logp = losses.log_prob(logits, mb.action, dims)
         if st.norm_adv:
             mean = losses.masked_mean(adv, mb.mask)
@@ -596,11 +669,12 @@ class Learner:
         st = self.static
         hp = self.hp if hp is None else hp
         chex.assert_rank(traj.reward, 2)
-        _, last_value = self.apply(runner.params, runner.obs, runner.prev_action)
+        _, last_value, _ = self.step_policy(runner.params, runner.obs, runner.prev_action,
+                                            runner.core, runner.episode_start)  # fmt: skip
         adv, ret = losses.gae(
             traj.reward, traj.value, traj.done, last_value, hp.gamma, hp.gae_lambda
         )
-        if not st.smoothing:
+        if not self.sequences:
             # no temporal term: shuffle single transitions (flatten [T, N] -> [1, T * N])
             flat = lambda x: x.reshape((1, -1) + x.shape[2:])  # noqa: E731
             traj, adv, ret = jax.tree.map(flat, (traj, adv, ret))
@@ -654,16 +728,19 @@ class Learner:
             params, opt_state = carry
             idx, ok = si.sample(k, buf, st.si_batch, hp.si_unsuccessful_weight, nt,
                                 st.si_balance_tasks)  # fmt: skip
-            take = lambda x: x[idx]  # noqa: E731
+            # time-major [L, b] sequences, replayed from the carry of their first kept step
+            take = lambda x: jnp.swapaxes(x[idx], 0, 1)  # noqa: E731
             obs = jax.tree.map(take, buf.obs)
             length = buf.length[idx]
             b, L = st.si_batch, buf.max_len
-            mask = (jnp.arange(L)[None, :] < length[:, None]).astype(jnp.float32) * ok
-            flat = lambda x: x.reshape((b * L,) + x.shape[2:])  # noqa: E731
+            mask = (jnp.arange(L)[:, None] < length[None, :]).astype(jnp.float32) * ok
+            core0 = buf.core[idx, 0]
+            no_start = jnp.zeros((L, b), bool)  # stored carries are already zeroed at a start
 
             def loss_fn(p):
-                logits, _ = self.apply(p, jax.tree.map(flat, obs), flat(buf.prev_action[idx]))
-                return losses.imitation_loss(logits, flat(buf.action[idx]), dims, flat(mask))
+                logits, _, _ = apply_policy(self.network, p, obs, take(buf.prev_action), core0,
+                                            no_start)  # fmt: skip
+                return losses.imitation_loss(logits, take(buf.action), dims, mask)
 
             loss, grads = jax.value_and_grad(loss_fn)(params)
             grads = jax.tree.map(lambda g: g * ok, grads)
@@ -775,9 +852,12 @@ class Learner:
         bootstrap) copied there; the SI buffer stays with the actors."""
         env_l = NamedSharding(self.mesh, self._env_spec(seeds))
         traj_l = NamedSharding(self.mesh, self._env_spec(seeds, time=True))
-        obs, prev = _copy((runner.obs, runner.prev_action), env_l)
+        obs, prev, core, start = _copy(
+            (runner.obs, runner.prev_action, runner.core, runner.episode_start), env_l
+        )
+        bootstrap = {"obs": obs, "prev_action": prev, "core": core, "episode_start": start}
         view = Runner(learner=runner.learner.replace(si_buffer=None),
-                      actor=ActorState(**{**_NO_ACTOR, "obs": obs, "prev_action": prev}))  # fmt: skip
+                      actor=ActorState(**{**_NO_ACTOR, **bootstrap}))  # fmt: skip
         if ("split_update", seeds) not in self._jit_cache:
             fn = jax.vmap(self.ppo_update, in_axes=(0, 0, None)) if seeds else self.ppo_update
             vs, rep = runner_shardings(view, self.mesh, seeds), NamedSharding(self.mesh, P())

@@ -15,6 +15,7 @@ MineAgent inputs (any subset; keys are sorted before fusion, as in the official
   compass   f32 [B, C]       sin/cos of yaw and pitch -> MLP 128-128-128
   gps       f32 [B, 3]       position, pre-scaled -> MLP 128-128-128
   voxels    int32 [B, 27]    3x3x3 block ids -> Embed(num_block_ids, 8) -> flatten -> MLP 128
+  state     f32 [B, D]       a vector env's observation (CartPole) -> MLP 128-128-128
   prev_action int32 [B, K]   per-component Embed(n_k, 8)
 
 then concat -> ReLU -> Dense(fusion_dim) -> ReLU -> actor MLP (one per action component, hidden
@@ -25,14 +26,24 @@ then concat -> ReLU -> Dense(fusion_dim) -> ReLU -> actor MLP (one per action co
                              input only (asymmetric actor-critic); with privileged_actor -> MLP
                              128-128 into the fused features (an oracle-perception ablation)
 
-With `aux_dim > 0` a linear head on the fused features predicts `aux_dim` targets (the learner's
-auxiliary loss); it is sown as `intermediates/aux_pred` and does not change the outputs.
+With `aux_dim > 0` a linear head on the policy's features predicts `aux_dim` targets (the
+learner's auxiliary loss); it is sown as `intermediates/aux_pred` and does not change the outputs.
+
+Memory (`core_size > 0`): a GRU over the fused features, between fusion and the heads. The
+first-person tasks need it: a cow is in the frame on a few percent of an untrained policy's steps
+and leaves it at once, so a memoryless policy forgets where it went (issue 41's measurements:
+perception alone bought little, memory of the last sighting most of the rest). Such a MineAgent
+is called on sequences: `apply(obs [T, B, ...], prev_action [T, B, K], core [B, H],
+start [T, B])` -> `(logits [T, B, A], value [T, B], core [B, H])`, where `start` marks the
+first step of an episode (the carry is zeroed there, before the step). `agents.learner.apply_policy`
+gives memoryless and recurrent networks that one signature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -120,6 +131,21 @@ class NatureCNN(nn.Module):
         return nn.relu(_dense(self.out)(x))
 
 
+class ResetGRU(nn.Module):
+    """One GRU step whose carry restarts at zero where `start` is set (an episode's first step).
+    Scanned over time by `MineAgent` (`nn.scan`): the same cell in the rollout (T = 1) and in
+    the update (T = the rollout length), so both see the same function."""
+
+    size: int
+
+    @nn.compact
+    def __call__(self, carry, inputs):
+        x, start = inputs
+        carry = jnp.where(start[:, None], jnp.zeros_like(carry), carry)
+        carry, y = nn.GRUCell(self.size, name="gru")(carry, x)
+        return carry, y
+
+
 class MineAgent(nn.Module):
     """The paper's MineAgent (App. F.2; official layer sizes from mineclip-facts §11)."""
 
@@ -147,9 +173,34 @@ class MineAgent(nn.Module):
     privileged_size: int = 0  # width of obs["privileged"] (for callers that act without it)
     # Oracle-perception ablation: the fused features (actor and critic) include obs["privileged"].
     privileged_actor: bool = False
+    # GRU units of the recurrent core (0: memoryless, the paper's agent); see the module doc.
+    core_size: int = 0
 
     @nn.compact
-    def __call__(self, obs: dict, prev_action=None):
+    def __call__(self, obs: dict, prev_action=None, core=None, start=None):
+        if self.core_size:
+            return self._sequence(obs, prev_action, core, start)
+        x = self._fuse(obs, prev_action)
+        return self._heads(x, obs)
+
+    def _sequence(self, obs, prev_action, core, start):
+        """Recurrent call: inputs `[T, B, ...]`, the carry `[B, H]` at step 0, `start [T, B]`."""
+        if core is None or start is None:
+            raise ValueError(
+                f"MineAgent(core_size={self.core_size}) is recurrent: call it with core [B, "
+                f"{self.core_size}] and start [T, B] (agents.learner.apply_policy does)"
+            )
+        t, b = start.shape
+        chex.assert_shape(core, (b, self.core_size))
+        flat = lambda x: x.reshape((t * b,) + x.shape[2:])  # noqa: E731
+        x = self._fuse(jax.tree.map(flat, obs), None if prev_action is None else flat(prev_action))
+        x = x.reshape(t, b, -1)
+        scan = nn.scan(ResetGRU, variable_broadcast="params", split_rngs={"params": False})
+        core, y = scan(self.core_size, name="core")(core, (x, start))
+        logits, value = self._heads(flat(y), jax.tree.map(flat, obs))
+        return logits.reshape(t, b, -1), value.reshape(t, b), core
+
+    def _fuse(self, obs: dict, prev_action):
         feats = {}
         if "rgb_feat" in obs:
             feats["rgb"] = obs["rgb_feat"].astype(jnp.float32)
@@ -170,6 +221,10 @@ class MineAgent(nn.Module):
         if "gps" in obs:
             feats["gps"] = MLP((h, h), h, activate_last=True, name="gps_mlp")(
                 obs["gps"].astype(jnp.float32)
+            )
+        if "state" in obs:  # a vector env's flat observation (e.g. CartPole)
+            feats["state"] = MLP((h, h), h, activate_last=True, name="state_mlp")(
+                obs["state"].astype(jnp.float32)
             )
         if "voxels" in obs:
             v = nn.Embed(self.num_block_ids, 8, name="voxel_emb")(
@@ -192,7 +247,10 @@ class MineAgent(nn.Module):
         if not feats:
             raise ValueError("MineAgent got no known observation keys; see agents.networks docs")
         x = jnp.concatenate([feats[k] for k in sorted(feats)], axis=-1)
-        x = nn.relu(_dense(self.fusion_dim, name="fusion")(nn.relu(x)))
+        return nn.relu(_dense(self.fusion_dim, name="fusion")(nn.relu(x)))
+
+    def _heads(self, x, obs: dict):
+        h = self.feat_hidden
         hidden = (self.actor_hidden,) * self.actor_depth
         logits = jnp.concatenate(
             [

@@ -128,6 +128,8 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """image encoder without MineCLIP: IMPALA residual CNN, or the strided DQN CNN (about 4x cheaper to train on a CPU)"""
     agent_size: Literal["small", "paper"] = "small"
     """MineAgent widths: small (fast on CPU) or the paper's (fusion 512, actor 256x3)"""
+    core_size: int = 0
+    """GRU units of a recurrent core between the fused features and the heads (memory across steps; recurrent PPO over whole env sequences); 0: memoryless, as the paper's agent"""
     image_size: tuple[int, int] = (48, 64)
     """embedded world rgb height, width without MineCLIP (MineCLIP forces 160 256)"""
     world_size: int = 32
@@ -230,7 +232,8 @@ def validate(cfg: PPOConfig) -> None:
             + (f"--total-steps {lo} or {hi}" if lo else f"--total-steps {hi}")
         )
     off = " (0 turns the final evaluation off)"
-    for name, low, hint in (("smooth_window", 1, ""), ("aux_coef", 0, ""), ("final_eval_episodes", 0, off)):  # fmt: skip
+    for name, low, hint in (("smooth_window", 1, ""), ("aux_coef", 0, ""), ("core_size", 0, " (0: memoryless)"),
+                            ("final_eval_episodes", 0, off)):  # fmt: skip
         if getattr(cfg, name) < low:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= {low}{hint}, got {getattr(cfg, name)}")  # fmt: skip
     if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):

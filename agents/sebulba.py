@@ -153,14 +153,14 @@ class HostDriver:
             rstate, extra = hooks.step(consts, rstate, pobs, skip, zero, {})
             return pobs, rstate, jnp.where(skip, 0.0, extra).astype(jnp.float32)
 
-        def act(params, pobs, prev, key):
-            logits, value = L.apply(params, pobs, prev)
+        def act(params, pobs, prev, core, start, key):
+            logits, value, core = L.step_policy(params, pobs, prev, core, start)
             a = losses.sample(key, logits, dims)
-            return a, losses.log_prob(logits, a, dims), value
+            return a, losses.log_prob(logits, a, dims), value, core
 
-        def observe_act(params, consts, rstate, obs, task_id, skip, prev, key):
+        def observe_act(params, consts, rstate, obs, task_id, skip, prev, core, start, key):
             pobs, rstate, extra = observe(consts, rstate, obs, task_id, skip)
-            return (pobs, rstate, extra, *act(params, pobs, prev, key))
+            return (pobs, rstate, extra, *act(params, pobs, prev, core, start, key))
 
         # Every per-step call runs on the actor mesh (the learner's mesh when there is one):
         # per-env arguments split along the env axis, parameters / consts / keys replicated.
@@ -171,17 +171,19 @@ class HostDriver:
         def on_actors(fn, in_sh, out_sh):
             return jax.jit(fn, in_shardings=in_sh, out_shardings=out_sh)
 
-        @functools.partial(on_actors, in_sh=(r, e, e, e, e, e, e, e, e, e, r), out_sh=(r, e))
-        def book(buf, store, pobs, prev, action, done, ret, success, task_id, valid, min_return):
+        @functools.partial(on_actors, in_sh=(r, e, e, e, e, e, e, e, e, e, e, e, r), out_sh=(r, e))
+        def book(buf, store, pobs, prev, action, core, start, done, ret, success, task_id, valid,
+                 min_return):  # fmt: skip
             # an ignored (NEXT_STEP reset) step is written but not kept: its pointer stays
-            store = si.record_step(store, pobs, prev, action).replace(
+            acted_core = jnp.where(start[:, None], 0.0, core)  # the carry the step saw
+            store = si.record_step(store, pobs, prev, action, acted_core).replace(
                 ptr=jnp.where(valid, store.ptr + 1, store.ptr)
             )
             return si.finish_episodes(buf, store, done, ret, success, task_id, min_return)
 
         self._observe = on_actors(observe, (r, e, e, e, e), e)
-        self._act = on_actors(act, (r, e, e, r), e)
-        self._observe_act = on_actors(observe_act, (r, r, e, e, e, e, e, r), e)
+        self._act = on_actors(act, (r, e, e, e, e, r), e)
+        self._observe_act = on_actors(observe_act, (r, r, e, e, e, e, e, e, e, r), e)
         self._book = book
         self._obs = None
         self._autoreset = np.zeros(self.num_local, bool)
@@ -279,14 +281,15 @@ class HostDriver:
             )
             put = self._put
             s["buf"], s["store"] = self._book(
-                s["buf"], s["store"], p["pobs"], put(p["prev"]), p["a"], put(done),
+                s["buf"], s["store"], p["pobs"], put(p["prev"]), p["a"], p["core"],
+                put(p["start"]), put(done),
                 put(np.asarray(fin["return"], np.float32)), put(p["success"]), runner.task_id,
                 put(valid), hp.si_min_return,
             )  # fmt: skip
             steps.append(dict(obs=p["pobs"], prev_action=p["prev"], action=p["a_np"],
                               logp=p["logp"], value=p["value"], reward=reward, done=done,
-                              episode_id=s["ep_id"].copy(),
-                              mask=valid.astype(np.float32)))  # fmt: skip
+                              episode_id=s["ep_id"].copy(), mask=valid.astype(np.float32),
+                              core=p["core"], start=p["start"]))  # fmt: skip
             totals = episodes.per_task_totals(fin["done"], fin["return"], fin["length"],
                                               p["success"], tid, nt)  # fmt: skip
             for k in stats:
@@ -294,14 +297,19 @@ class HostDriver:
             s["ep_id"] = s["ep_id"] + done
 
         pending, skip = None, None
+        # the recurrent carry (on the actors) and whether each env's observation opens an episode
+        core, start = runner.core, self._host(runner.episode_start)
         for t in range(num_steps):
             key, k_act = jax.random.split(key)
+            acted_on = core
             if t == 0:  # the runner's obs are this frame's policy inputs already
-                a, logp, value = self._act(params, pobs, self._put(prev), k_act)
+                a, logp, value, core = self._act(params, pobs, self._put(prev), core,
+                                                 self._put(start), k_act)  # fmt: skip
             else:
-                pobs, rstate, extra, a, logp, value = self._observe_act(
+                pobs, rstate, extra, a, logp, value, core = self._observe_act(
                     params, self.consts, rstate, jax.tree.map(self._put, self._obs),
-                    runner.task_id, self._put(skip), self._put(prev), k_act,
+                    runner.task_id, self._put(skip), self._put(prev), core, self._put(start),
+                    k_act,
                 )  # fmt: skip
                 finish(pending, extra)
             a_np = self._host(a)
@@ -316,7 +324,10 @@ class HostDriver:
             skip = done | ~valid
             pending = dict(pobs=pobs, prev=prev.copy(), a=a, a_np=a_np, logp=logp, value=value,
                            reward=reward, done=done, valid=valid, success=success,
-                           skip=skip)  # fmt: skip
+                           skip=skip, core=acted_on, start=start)  # fmt: skip
+            # the next observation opens an episode after an end, and after an ignored step
+            # (NEXT_STEP mode: the reset observation comes then)
+            start = skip
             prev = np.where((done | ~valid)[:, None], noop, a_np)
             self._autoreset = done if self.next_step_reset else np.zeros(n, bool)
             self._obs = next_obs
@@ -325,7 +336,7 @@ class HostDriver:
             self._put(skip),
         )  # fmt: skip
         finish(pending, extra)
-        on_device = ("obs", "logp", "value")  # the per-step calls' outputs (global arrays)
+        on_device = ("obs", "logp", "value", "core")  # the per-step calls' outputs (global)
 
         def stack(k):
             xs = [x[k] for x in steps]
@@ -341,6 +352,7 @@ class HostDriver:
             ep_return=self._put(s["ep_ret"].astype(np.float32)),
             ep_length=self._put(s["ep_len"].astype(np.int32)),
             episode_id=self._put(s["ep_id"].astype(np.int32)), reward_state=rstate,
+            core=core, episode_start=self._put(start),
             si_buffer=s["buf"], si_store=s["store"], key=key,
             env_steps=runner.env_steps + self.static.num_envs * num_steps,
         )  # fmt: skip
@@ -355,6 +367,7 @@ class HostDriver:
             obs=fresh.obs, prev_action=fresh.prev_action, ep_return=fresh.ep_return,
             ep_length=fresh.ep_length, si_store=fresh.si_store, task_id=fresh.task_id,
             reward_state=fresh.reward_state, episode_id=restored.episode_id + 1,
+            core=fresh.core, episode_start=fresh.episode_start,
         ))  # fmt: skip
 
     def iteration(self, runner: lrn.Runner, hp: lrn.HyperParams | None = None):

@@ -15,6 +15,11 @@ Replacement: a finished episode is a candidate if it succeeded or its return exc
 return) when it ranks higher. Episodes longer than `max_len` keep their last `max_len` steps,
 the ones that led to the outcome (the per-env store is a ring buffer, put in time order when the
 episode is offered).
+
+A recurrent policy's carry is stored with every step (`core [.., L, H]`, the carry the step was
+acted on, already zeroed at an episode's start; one unused unit for a memoryless policy): the SI update
+replays a kept trajectory from the carry at its first kept step, so a long episode's last
+`max_len` steps are imitated with the memory the policy had when it played them.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class SIBuffer:
     obs: dict  # pytree of [C, L, ...]
     prev_action: jax.Array  # int32 [C, L, K]
     action: jax.Array  # int32 [C, L, K]
+    core: jax.Array  # f32 [C, L, H]
     length: jax.Array  # int32 [C]
     ret: jax.Array  # f32 [C]
     success: jax.Array  # bool [C]
@@ -53,10 +59,12 @@ class EpisodeStore:
     obs: dict  # pytree of [N, L, ...]
     prev_action: jax.Array  # int32 [N, L, K]
     action: jax.Array  # int32 [N, L, K]
+    core: jax.Array  # f32 [N, L, H]
     ptr: jax.Array  # int32 [N]
 
 
-def init_buffer(capacity: int, max_len: int, obs_example: dict, num_components: int) -> SIBuffer:
+def init_buffer(capacity: int, max_len: int, obs_example: dict, num_components: int,
+                core_size: int = 0) -> SIBuffer:  # fmt: skip
     """Empty buffer; `obs_example` is one observation (no batch axis) giving shapes and dtypes."""
     obs = jax.tree.map(lambda x: jnp.zeros((capacity, max_len) + x.shape, x.dtype), obs_example)
     act = jnp.zeros((capacity, max_len, num_components), jnp.int32)
@@ -64,6 +72,7 @@ def init_buffer(capacity: int, max_len: int, obs_example: dict, num_components: 
         obs=obs,
         prev_action=act,
         action=jnp.zeros_like(act),
+        core=jnp.zeros((capacity, max_len, core_size), jnp.float32),
         length=jnp.zeros((capacity,), jnp.int32),
         ret=jnp.zeros((capacity,), jnp.float32),
         success=jnp.zeros((capacity,), bool),
@@ -72,10 +81,12 @@ def init_buffer(capacity: int, max_len: int, obs_example: dict, num_components: 
     )
 
 
-def init_store(num_envs: int, max_len: int, obs_example: dict, num_components: int) -> EpisodeStore:
+def init_store(num_envs: int, max_len: int, obs_example: dict, num_components: int,
+               core_size: int = 0) -> EpisodeStore:  # fmt: skip
     obs = jax.tree.map(lambda x: jnp.zeros((num_envs, max_len) + x.shape, x.dtype), obs_example)
     act = jnp.zeros((num_envs, max_len, num_components), jnp.int32)
-    return EpisodeStore(obs, act, jnp.zeros_like(act), jnp.zeros((num_envs,), jnp.int32))
+    core = jnp.zeros((num_envs, max_len, core_size), jnp.float32)
+    return EpisodeStore(obs, act, jnp.zeros_like(act), core, jnp.zeros((num_envs,), jnp.int32))
 
 
 def weights(buf: SIBuffer, unsuccessful_weight: float, num_tasks: int = 1, balance_tasks=False):
@@ -121,16 +132,17 @@ def _candidate(success, ret, length, min_return):
 
 
 def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_id, min_return,
-           offered=True):  # fmt: skip
-    """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`) if it qualifies (and
-    `offered`). Writes one slot whatever the outcome (the old row back when it does not
-    qualify) instead of branching: the same cost with and without `vmap` (K seeds), where a
+           offered=True, core=None):  # fmt: skip
+    """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`, carries `[L, H]` or
+    None) if it qualifies (and `offered`). Writes one slot whatever the outcome (the old row
+    back when it does not qualify) instead of branching: the same cost with and without `vmap` (K seeds), where a
     `lax.cond` would turn into a select over the whole buffer."""
     ranks = _rank(buf.success, buf.ret, buf.valid)
     slot = jnp.argmin(ranks)
     new_rank = _rank(success, ret, True)
     qualifies = _candidate(success, ret, length, min_return) & (new_rank > ranks[slot])
     qualifies = qualifies & offered
+    core = jnp.zeros_like(buf.core[0]) if core is None else core
 
     def upd(a, v):
         return a.at[slot].set(jnp.where(qualifies, jnp.asarray(v, a.dtype), a[slot]))
@@ -139,6 +151,7 @@ def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_i
         obs=jax.tree.map(upd, buf.obs, obs),
         prev_action=upd(buf.prev_action, prev_action),
         action=upd(buf.action, action),
+        core=upd(buf.core, core),
         length=upd(buf.length, length),
         ret=upd(buf.ret, ret),
         success=upd(buf.success, success),
@@ -147,9 +160,10 @@ def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_i
     )
 
 
-def record_step(store: EpisodeStore, obs, prev_action, action) -> EpisodeStore:
-    """Write one step for every env (obs leaves `[N, ...]`, actions `[N, K]`) at its pointer
-    (modulo `max_len`: a long episode overwrites its oldest steps)."""
+def record_step(store: EpisodeStore, obs, prev_action, action, core=None) -> EpisodeStore:
+    """Write one step for every env (obs leaves `[N, ...]`, actions `[N, K]`, the carry acted
+    on `[N, H]`, None for a memoryless policy) at its pointer (modulo `max_len`: a long episode
+    overwrites its oldest steps)."""
     n = store.ptr.shape[0]
     max_len = store.action.shape[1]
     idx = store.ptr % max_len
@@ -159,6 +173,7 @@ def record_step(store: EpisodeStore, obs, prev_action, action) -> EpisodeStore:
         obs=jax.tree.map(upd, store.obs, obs),
         prev_action=upd(store.prev_action, prev_action),
         action=upd(store.action, action),
+        core=store.core if core is None else upd(store.core, core),
         ptr=store.ptr + 1,
     )
 
@@ -184,7 +199,9 @@ def finish_episodes(
 
     def offer_all(b):
         take = lambda a: a[chosen]  # noqa: E731  (k rows: a masked gather + sum when sharded)
-        obs, prev, act = jax.tree.map(take, (store.obs, store.prev_action, store.action))
+        obs, prev, act, core = jax.tree.map(
+            take, (store.obs, store.prev_action, store.action, store.core)
+        )
         ptrs = store.ptr[chosen]
 
         def body(j, b):
@@ -196,7 +213,7 @@ def finish_episodes(
             i = chosen[j]
             return insert(b, jax.tree.map(row, obs), row(prev), row(act),
                           jnp.minimum(ptr, max_len), ret[i], success[i], task_id[i],
-                          min_return, offered=eligible[i])  # fmt: skip
+                          min_return, offered=eligible[i], core=row(core))  # fmt: skip
 
         return jax.lax.fori_loop(0, k, body, b)
 

@@ -99,3 +99,52 @@ def step_autoreset(key: jax.Array, state: CartPoleState, action: jax.Array, para
     s = jax.tree.map(lambda a, b: jnp.where(done, a, b), s_r, s)
     obs = jax.tree.map(lambda a, b: jnp.where(done, a, b), obs_r, obs)
     return obs, s, reward, term, trunc, info
+
+
+# ----------------------------------------------------------------------------- a memory task
+@dataclasses.dataclass(frozen=True)
+class CueStatic:
+    """Episode length: the cue is seen at step 0, acted on at step `length - 1`."""
+
+    length: int = 5
+
+
+@struct.dataclass
+class CueState:
+    cue: jax.Array  # int32 [], 0 or 1
+    t: jax.Array  # int32 []
+
+
+def _cue_obs(s: CueState, static: CueStatic) -> dict:
+    """`[cue shown, is last step]`: the cue (+-1) at the first step only, 0 after."""
+    shown = jnp.where(s.t == 0, 2.0 * s.cue - 1.0, 0.0)
+    last = (s.t == static.length - 1).astype(jnp.float32)
+    return {"state": jnp.stack([shown, last]).astype(jnp.float32)}
+
+
+def cue_reset(key: jax.Array, params, static: CueStatic):
+    del params
+    s = CueState(jax.random.bernoulli(key).astype(jnp.int32), jnp.zeros((), jnp.int32))
+    return _cue_obs(s, static), s
+
+
+def cue_step(key: jax.Array, state: CueState, action: jax.Array, params, static: CueStatic):
+    """A cue shown at the start must be answered at the end: action `[1]` equal to the cue at
+    the last step earns 1, anything else 0. A memoryless policy sees only "this is the last
+    step" then and succeeds half the time; one that remembers the cue, always."""
+    del key, params
+    last = state.t == static.length - 1
+    correct = last & (action[0] == state.cue)
+    s = state.replace(t=state.t + 1)
+    reward = correct.astype(jnp.float32)
+    info = {"success": correct, "dense_reward": reward}
+    return _cue_obs(s, static), s, reward, last, jnp.zeros((), bool), info
+
+
+def cue_step_autoreset(key: jax.Array, state: CueState, action: jax.Array, params, static):
+    k_step, k_reset = jax.random.split(key)
+    obs, s, reward, term, trunc, info = cue_step(k_step, state, action, params, static)
+    obs_r, s_r = cue_reset(k_reset, params, static)
+    s = jax.tree.map(lambda a, b: jnp.where(term, a, b), s_r, s)
+    obs = jax.tree.map(lambda a, b: jnp.where(term, a, b), obs_r, obs)
+    return obs, s, reward, term, trunc, info

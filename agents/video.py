@@ -28,18 +28,19 @@ def record_video(built, params, key, steps: int) -> np.ndarray | None:
         raw, state = jax.vmap(env.reset, in_axes=(0, 0, None))(k0[None], one, env.static)
 
         def body(carry, k):
-            raw, state, prev = carry
+            raw, state, prev, core, start = carry
             obs = L.policy_obs_batch(consts, raw, tid)
-            logits, _ = L.apply(params, obs, prev)
+            logits, _, core = L.step_policy(params, obs, prev, core, start)
             ka, ks = jax.random.split(k)
             a = losses.sample(ka, logits, dims)
             raw2, state, _, term, trunc, _ = jax.vmap(env.step, in_axes=(0, 0, 0, 0, None))(
                 ks[None], state, jax.vmap(env.to_env_action)(a), one, env.static
             )
             prev = jnp.where((term | trunc)[:, None], noop, a)
-            return (raw2, state, prev), raw["rgb"][0]
+            return (raw2, state, prev, core, term | trunc), raw["rgb"][0]
 
-        _, frames = jax.lax.scan(body, (raw, state, noop), jax.random.split(key, steps))
+        first = (raw, state, noop, L.initial_core(1), jnp.ones((1,), bool))
+        _, frames = jax.lax.scan(body, first, jax.random.split(key, steps))
         return frames
 
     return np.asarray(run(params, L.consts, key))

@@ -108,7 +108,8 @@ def ours_program(args: Args):
         si_buffer=si.init_buffer(1, 1, {"state": jnp.zeros(4)}, 1),
         si_store=si.init_store(n, 1, {"state": jnp.zeros(4)}, 1),
         key=jax.random.PRNGKey(args.seed + 1), update_step=jnp.zeros((), jnp.int32),
-        env_steps=jnp.zeros((), jnp.int32),
+        env_steps=jnp.zeros((), jnp.int32), core=L.initial_core(n),
+        episode_start=jnp.ones((n,), bool),
     )  # fmt: skip
 
     def iteration(r: lrn.Runner):
@@ -124,7 +125,8 @@ def ours_program(args: Args):
             t = lrn.Transition(obs=r.obs, prev_action=r.prev_action, action=a,
                                logp=losses.log_prob(logits, a, (2,)), value=value, reward=reward,
                                done=done, episode_id=r.episode_id,
-                               mask=valid.astype(jnp.float32))  # fmt: skip
+                               mask=valid.astype(jnp.float32), core=r.core,
+                               start=r.episode_start)  # fmt: skip
             r = r.update(key=key, env_state=handle, obs={"state": nobs.astype(jnp.float32)},
                           ep_return=jnp.where(done, 0.0, ret), reward_state=done,
                           episode_id=r.episode_id + done)  # fmt: skip

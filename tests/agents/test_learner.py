@@ -51,6 +51,8 @@ def _synthetic_batch(t_len, n):
         done=rng.random((t_len, n)) < 0.1,
         episode_id=np.zeros((t_len, n), np.int32),
         mask=np.ones((t_len, n), np.float32),
+        core=np.zeros((t_len, n, 1), np.float32),
+        start=np.zeros((t_len, n), bool),
     )
 
 
@@ -78,9 +80,12 @@ def test_sharded_update_equals_single_device():
     assert any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(p0_1), jax.tree.leaves(p1)))
 
 
-def test_killed_and_resumed_equals_uninterrupted(tmp_path):
-    full = ppo.train(dataclasses.replace(TINY, out=str(tmp_path / "a")))
-    cfg_b = dataclasses.replace(TINY, out=str(tmp_path / "b"))
+@pytest.mark.parametrize("core_size", [0, 8])
+def test_killed_and_resumed_equals_uninterrupted(tmp_path, core_size):
+    """Also for a recurrent policy: its carry is part of the checkpointed runner."""
+    tiny = dataclasses.replace(TINY, core_size=core_size)
+    full = ppo.train(dataclasses.replace(tiny, out=str(tmp_path / "a")))
+    cfg_b = dataclasses.replace(tiny, out=str(tmp_path / "b"))
     part = ppo.train(cfg_b, stop_after_updates=1)
     assert int(part["runner"].update_step) == 1
     resumed = ppo.train(dataclasses.replace(cfg_b, resume=True))
@@ -94,7 +99,12 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path):
     obs = {"state": np.zeros((3, 4), np.float32)}
     act = policy_fn(jax.random.PRNGKey(0), obs, deterministic=True)
     assert act.shape == (3, 1) and set(np.unique(act)) <= {0, 1}
-    assert info["update"] == 4
+    assert info["update"] == 4 and info["core_size"] == core_size
+    if core_size:  # the carry comes back and moves with the observations
+        _leaves_equal(full["runner"].core, resumed["runner"].core, exact=True)
+        first = info["last_core"]
+        policy_fn(jax.random.PRNGKey(0), obs, core=first, episode_start=np.zeros(3, bool))
+        assert first.shape == (3, core_size) and not np.allclose(info["last_core"], first)
 
 
 @pytest.mark.parametrize(

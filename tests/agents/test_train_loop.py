@@ -35,13 +35,17 @@ def test_changing_a_hyper_parameter_reuses_the_compiled_update(tmp_path):
     assert any(not np.allclose(x, y) for x, y in zip(jax.tree.leaves(pa), jax.tree.leaves(pb)))
 
 
-def test_seed_i_of_a_two_seed_run_equals_a_single_run_with_seed_i(tmp_path):
-    two = ppo.train(dataclasses.replace(TINY, seeds=2, seed=3, out=str(tmp_path / "k")))
-    one = ppo.train(dataclasses.replace(TINY, seed=4, out=str(tmp_path / "s")))
+@pytest.mark.parametrize("core_size", [0, 8])
+def test_seed_i_of_a_two_seed_run_equals_a_single_run_with_seed_i(tmp_path, core_size):
+    """Also with a recurrent core: each seed's carry is vmapped with its runner."""
+    tiny = dataclasses.replace(TINY, core_size=core_size)
+    two = ppo.train(dataclasses.replace(tiny, seeds=2, seed=3, out=str(tmp_path / "k")))
+    one = ppo.train(dataclasses.replace(tiny, seed=4, out=str(tmp_path / "s")))
     stacked = jax.device_get(two["runner"])
     seed4 = jax.tree.map(lambda x: x[1], stacked)
     _leaves_equal(one["runner"].params, seed4.params, exact=False)
     _leaves_equal(one["runner"].si_buffer, seed4.si_buffer, exact=False)
+    _leaves_equal(one["runner"].core, seed4.core, exact=False)
     # seed 3 is another run
     seed3 = jax.tree.map(lambda x: x[0], stacked)
     assert any(
