@@ -52,6 +52,25 @@ def test_world_has_biomes_terrain_ores_and_structures(world):
     np.testing.assert_array_equal(world["ocean_distance"] == 0, ocean)
 
 
+def test_single_biome_world_has_that_biome_and_no_creative_structures():
+    from envs.voxel import worldgen
+
+    static = dataclasses.replace(H.STATIC, num_trees=48)
+    w = generate_world(3, static, "forest")
+    assert (w["biome"] == spaces.biome_id("forest")).all()
+    names = {T.BLOCK_NAMES[i] for i in np.unique(w["blocks"])}
+    assert {"grass", "log", "leaves"} <= names
+    assert not names & {"water", "sand", "obsidian", "portal", "planks", "cobblestone"}
+    assert (w["house_floor"] == worldgen.NO_STRUCTURE).all()
+    assert (w["portal_center"] == worldgen.NO_STRUCTURE).all()
+    with pytest.raises(ValueError, match="single-biome"):
+        generate_world(3, static, "ocean")
+    assert worldgen.pool_biome(worldgen.generate_pool(0, 2, static, "desert")) == spaces.biome_id(
+        "desert"
+    )
+    assert worldgen.pool_biome(H.pool()) is None  # the mixed worlds
+
+
 def test_world_generation_is_deterministic(world):
     again = generate_world(3, VoxelStaticConfig())
     for k in world:
