@@ -61,21 +61,48 @@ def task_specs(names) -> list:
     return specs
 
 
+def reward_step_bound(cfg, specs) -> float:
+    """The most one step of the training reward's dense stream can pay: the MineCLIP Direct
+    reward `max(P_goal - 1/N, 0)` and Delta reward are below 1; the manual shaping pays
+    `nav_scale` per block of progress (under 1 block per tick, times the action repeat) plus
+    `attack_bonus` per hit; the sparse reward has no stream."""
+    if cfg.reward == "mineclip":
+        return 1.0
+    if cfg.reward == "manual":
+        return max(s.nav_scale * cfg.action_repeat + s.attack_bonus for s in specs)
+    return 0.0
+
+
 def success_bonus(cfg, specs) -> float:
     """The success bonus of a stage: none on Creative tasks (their success is the simulator's
-    privileged check, which the paper never pays; under --reward mineclip MineCLIP alone)."""
+    privileged check, which the paper never pays; under --reward mineclip MineCLIP alone).
+
+    Without --success-bonus, the rule: at least `r_max / (1 - gamma)` (and at least 10), where
+    `r_max` is `reward_step_bound`. Ending an episode by succeeding then always pays more than
+    any stream the policy could farm instead for the rest of time: the discounted stream from
+    the next step on is below `r_max * gamma / (1 - gamma)`. (A fixed +10 against a MineCLIP
+    stream of ~0.25 per step was outbid with 60-125 decisions left.)"""
     creative = [s.id for s in specs if s.category == "creative"]
-    if creative and len(creative) < len(specs) and cfg.success_bonus:
+    if creative and len(creative) < len(specs) and cfg.success_bonus != 0:
         raise ConfigError(
             f"a stage mixes Creative tasks {creative} (no success bonus) with programmatic ones "
             "(--success-bonus): train them in separate --stages, or pass --success-bonus 0"
         )
-    return 0.0 if creative else float(cfg.success_bonus)
+    if creative:
+        return 0.0
+    if cfg.success_bonus is not None:
+        return float(cfg.success_bonus)
+    return max(10.0, reward_step_bound(cfg, specs) / (1.0 - cfg.gamma))
 
 
 def uses_target_features(cfg) -> bool:
     """Whether training reads envs.voxel.target_features (privileged critic / policy, aux loss)."""
     return cfg.privileged_critic or cfg.privileged_policy or cfg.aux_coef > 0
+
+
+def uses_world_state(cfg) -> bool:
+    """Whether training reads the embedded world's state beyond MineDojo's observations."""
+    return uses_target_features(cfg) or cfg.critic_time_left
 
 
 def validate_mesh(cfg) -> None:
@@ -146,19 +173,20 @@ def validate_tasks(cfg, stages) -> None:
 
 def validate_backend(cfg, stages) -> None:
     """ConfigError for what the chosen backend cannot run (before any env is built)."""
-    target_features_on = uses_target_features(cfg)
+    target_features_on = uses_world_state(cfg)
     if cfg.backend == "jax":
         if target_features_on and any(t == "cartpole" for s in stages for t in s):
-            raise ConfigError("--privileged-critic / --privileged-policy / --aux-coef read the "
-                              "embedded world's state; cartpole has no task target")  # fmt: skip
+            raise ConfigError("--privileged-critic / --privileged-policy / --aux-coef / "
+                              "--critic-time-left read the embedded world's state; cartpole "
+                              "has none of it")  # fmt: skip
         return
     flag = f"--backend {cfg.backend}"
     if any(t == "cartpole" for s in stages for t in s):
         raise ConfigError(f"cartpole is a JAX env; train it with --backend jax, not {flag}")
     if target_features_on:
-        raise ConfigError(f"--privileged-critic / --privileged-policy / --aux-coef read the "
-                          f"embedded world's state, which {flag} does not expose; use --backend "
-                          f"jax or turn them off")  # fmt: skip
+        raise ConfigError(f"--privileged-critic / --privileged-policy / --aux-coef / "
+                          f"--critic-time-left read the embedded world's state, which {flag} "
+                          f"does not expose; use --backend jax or turn them off")  # fmt: skip
     if cfg.bridge_envs_per_worker < 1:
         raise ConfigError(
             f"--bridge-envs-per-worker must be >= 1, got {cfg.bridge_envs_per_worker}"
@@ -201,9 +229,9 @@ def action_table(action_space: str) -> tuple[tuple[int, ...], np.ndarray | None,
     """(policy action dims, compact table int [A, 8] or None, the policy's no-op action)."""
     from envs import spaces
 
-    if action_space == "compact":
-        dims = (int(spaces.NUM_COMPACT_ACTIONS),)
-        return dims, np.asarray(spaces.COMPACT_ACTIONS, np.int64), (int(spaces.COMPACT_NOOP),)
+    if action_space in ("compact", "combo"):
+        actions = spaces.compact_action_set("paper" if action_space == "compact" else "combo")
+        return (actions.num_actions,), np.asarray(actions.table, np.int64), (actions.noop,)
     dims = tuple(int(x) for x in spaces.ACTION_NVEC[:6])
     return dims, None, tuple(int(x) for x in spaces.NOOP_ACTION[:6])
 
@@ -277,24 +305,37 @@ def voxel_policy_obs(obs):
         tf = jnp.asarray(obs["target_features"], jnp.float32)
         out["privileged"] = tf
         out["aux_target"], out["aux_mask"] = aux_targets(tf)
+    if "time_left" in obs:  # training-only: the critic's input
+        out["time_left"] = jnp.asarray(obs["time_left"], jnp.float32).reshape(1)
     return out
 
 
-def _with_target_features(reset, step):
-    """reset/step that add obs["target_features"] (envs.voxel.target_features of the state the
-    observation belongs to; after an auto-reset, of the new episode)."""
+def _with_world_state(reset, step, target_features: bool, time_left: bool):
+    """reset/step that add training-only observations of the state the observation belongs to
+    (after an auto-reset, of the new episode): obs["target_features"]
+    (envs.voxel.target_features) and obs["time_left"] (the fraction of the episode's step limit
+    still to run, 1 at a reset: with it the critic can tell a time-limit truncation coming,
+    so cutting the bootstrap there is part of its input rather than noise)."""
     from envs import voxel
 
-    def reset_tf(key, params, static):
+    def extra(obs, state, params, static):
+        obs = dict(obs)
+        if target_features:
+            obs["target_features"] = voxel.target_features(state, params, static)
+        if time_left:
+            left = 1.0 - state.steps.astype(jnp.float32) / params.max_steps.astype(jnp.float32)
+            obs["time_left"] = left.reshape(1)
+        return obs
+
+    def reset_x(key, params, static):
         obs, state = reset(key, params, static)
-        return {**obs, "target_features": voxel.target_features(state, params, static)}, state
+        return extra(obs, state, params, static), state
 
-    def step_tf(key, state, action, params, static):
+    def step_x(key, state, action, params, static):
         obs, state, reward, terminated, truncated, info = step(key, state, action, params, static)
-        obs = {**obs, "target_features": voxel.target_features(state, params, static)}
-        return obs, state, reward, terminated, truncated, info
+        return extra(obs, state, params, static), state, reward, terminated, truncated, info
 
-    return reset_tf, step_tf
+    return reset_x, step_x
 
 
 # ----------------------------------------------------------------------------- on-device envs
@@ -364,9 +405,10 @@ def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.
             return bonus * info["success"].astype(jnp.float32)
 
     reset, step, step_no_reset = voxel.reset, voxel.step_autoreset, voxel.step
-    if uses_target_features(cfg):
-        step_no_reset = _with_target_features(reset, step_no_reset)[1]
-        reset, step = _with_target_features(reset, step)
+    if uses_world_state(cfg):
+        flags = (uses_target_features(cfg), cfg.critic_time_left)
+        step_no_reset = _with_world_state(reset, step_no_reset, *flags)[1]
+        reset, step = _with_world_state(reset, step, *flags)
 
     return lrn.JaxEnv(
         reset=reset,

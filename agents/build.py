@@ -74,6 +74,7 @@ def build_network(cfg, env: lrn.JaxEnv):
         privileged_size=voxel.NUM_TARGET_FEATURES,
         aux_dim=len(adapters.AUX_FEATURES) if cfg.aux_coef > 0 else 0,
         core_size=cfg.core_size,
+        critic_time_left=cfg.critic_time_left,
         **size,
     )
 

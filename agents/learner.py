@@ -142,6 +142,7 @@ class LearnerConfig:
     si_max_len: int = 128
     si_balance_tasks: bool = True
     unroll: bool = False
+    norm_returns: bool = False  # the critic learns value targets scaled by their running std
 
     @classmethod
     def from_config(cls, cfg) -> LearnerConfig:
@@ -157,12 +158,13 @@ class LearnerConfig:
             si_steps=cfg.si_steps, si_batch=cfg.si_batch, si_capacity=cfg.si_capacity,
             si_max_len=cfg.si_max_len, si_balance_tasks=bool(cfg.si_balance_tasks),
             unroll=bool(getattr(cfg, "unroll", False)),
+            norm_returns=bool(getattr(cfg, "norm_returns", False)),
         )  # fmt: skip
 
 
 HYPER_FIELDS = ("lr", "si_lr", "gamma", "gae_lambda", "clip_eps", "vf_clip", "ent_coef",
                 "vf_coef", "smooth_coef", "max_grad_norm", "aux_coef",
-                "si_unsuccessful_weight", "si_min_return")  # fmt: skip
+                "si_unsuccessful_weight", "si_min_return", "lr_final_frac")  # fmt: skip
 
 
 @struct.dataclass
@@ -184,6 +186,7 @@ class HyperParams:
     aux_coef: jax.Array
     si_unsuccessful_weight: jax.Array
     si_min_return: jax.Array
+    lr_final_frac: jax.Array = 0.0  # the annealed PPO learning rate ends at lr * this
 
     @classmethod
     def from_config(cls, cfg) -> HyperParams:
@@ -202,16 +205,18 @@ def adam_init(params):
 _ADAM = optax.scale_by_adam(eps=1e-5)
 
 
-def adam_step(grads, opt_state, params, lr, max_grad_norm, anneal_steps: int | None = None):
-    """Clip by global norm, Adam, learning rate `lr` (annealed linearly to 0 over `anneal_steps`
-    gradient steps when given): optax's `chain(clip_by_global_norm, adam(linear_schedule))` with
-    the rate and the clip as traced values instead of constants baked into the program."""
+def adam_step(grads, opt_state, params, lr, max_grad_norm, anneal_steps: int | None = None,
+              final_frac=0.0):  # fmt: skip
+    """Clip by global norm, Adam, learning rate `lr` (annealed linearly to `lr * final_frac`
+    over `anneal_steps` gradient steps when given): optax's `chain(clip_by_global_norm,
+    adam(linear_schedule))` with the rate and the clip as traced values instead of constants
+    baked into the program."""
     g_norm = optax.global_norm(grads)
     keep = g_norm < max_grad_norm
     grads = jax.tree.map(lambda g: jnp.where(keep, g, g / g_norm * max_grad_norm), grads)
     if anneal_steps is not None:
         frac = jnp.clip(opt_state.count.astype(jnp.float32) / anneal_steps, 0.0, 1.0)
-        lr = lr * (1.0 - frac)
+        lr = lr * (1.0 - (1.0 - final_frac) * frac)
     updates, opt_state = _ADAM.update(grads, opt_state, params)
     params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
     return params, opt_state
@@ -227,6 +232,9 @@ class LearnerState:
     si_buffer: si.SIBuffer
     key: jax.Array
     update_step: jax.Array  # int32 []
+    # running (mean, variance, count) of the value targets (`losses.update_return_stats`): with
+    # norm_returns the critic learns targets in these units, whatever the reward's scale
+    return_stats: jax.Array = None
 
 
 @struct.dataclass
@@ -497,6 +505,7 @@ class Learner:
             si_store=si.init_store(n, st.si_max_len, obs_one, k, self.carry_size),
             key=k_run,
             update_step=jnp.zeros((), jnp.int32),
+            return_stats=losses.init_return_stats(),
             env_steps=jnp.zeros((), jnp.int32),
             core=self.initial_core(n),
             episode_start=jnp.ones((n,), bool),
@@ -671,9 +680,24 @@ class Learner:
         chex.assert_rank(traj.reward, 2)
         _, last_value, _ = self.step_policy(runner.params, runner.obs, runner.prev_action,
                                             runner.core, runner.episode_start)  # fmt: skip
-        adv, ret = losses.gae(
-            traj.reward, traj.value, traj.done, last_value, hp.gamma, hp.gae_lambda
-        )
+        stats = runner.return_stats
+        if st.norm_returns:
+            # The critic predicts returns in the running statistics' units (PopArt's targets
+            # without its output correction): its loss, and so its gradient on the trunk the
+            # policy shares, no longer grows with the reward's scale (a MineCLIP return is ~50x
+            # a manual one). GAE works in the reward's own units.
+            mean, std = losses.return_mean_std(stats)
+            raw_value, last_value = traj.value * std + mean, last_value * std + mean
+            adv, ret = losses.gae(traj.reward, raw_value, traj.done, last_value, hp.gamma,
+                                  hp.gae_lambda)  # fmt: skip
+            stats = losses.update_return_stats(stats, ret, traj.mask)
+            mean, std = losses.return_mean_std(stats)
+            traj = traj.replace(value=(raw_value - mean) / std)
+            ret = (ret - mean) / std
+        else:
+            adv, ret = losses.gae(
+                traj.reward, traj.value, traj.done, last_value, hp.gamma, hp.gae_lambda
+            )
         if not self.sequences:
             # no temporal term: shuffle single transitions (flatten [T, N] -> [1, T * N])
             flat = lambda x: x.reshape((1, -1) + x.shape[2:])  # noqa: E731
@@ -695,7 +719,8 @@ class Learner:
                     params, mb, take(adv), take(ret), hp
                 )
                 params, opt_state = adam_step(grads, opt_state, params, hp.lr,
-                                              hp.max_grad_norm, anneal)  # fmt: skip
+                                              hp.max_grad_norm, anneal,
+                                              hp.lr_final_frac)  # fmt: skip
                 return (params, opt_state), info
 
             return jax.lax.scan(minibatch, carry, perm, unroll=unroll)
@@ -704,10 +729,11 @@ class Learner:
             epoch, (runner.params, runner.opt_state),
             jax.random.split(k_upd, st.update_epochs), unroll=unroll,
         )  # fmt: skip
-        runner = runner.update(
-            params=params, opt_state=opt_state, key=key, update_step=runner.update_step + 1
-        )
+        runner = runner.update(params=params, opt_state=opt_state, key=key,
+                               update_step=runner.update_step + 1, return_stats=stats)  # fmt: skip
         metrics = jax.tree.map(jnp.mean, info)
+        if st.norm_returns:
+            metrics["return_std"] = losses.return_mean_std(stats)[1]
         metrics["value_mean"] = jnp.mean(traj.value)
         metrics["reward_mean"] = jnp.mean(traj.reward)
         return runner, metrics

@@ -179,3 +179,30 @@ def masked_mean(x: jax.Array, mask=None) -> jax.Array:
         return jnp.mean(x)
     m = mask.astype(x.dtype)
     return jnp.sum(x * m) / jnp.maximum(jnp.sum(m), 1.0)
+
+
+# ----------------------------------------------------------------------------- return scale
+def init_return_stats() -> jax.Array:
+    """Running statistics of the value targets: f32 `[3]` = (mean, variance, count). The
+    count starts near zero, so the first batch sets the scale."""
+    return jnp.asarray([0.0, 1.0, 1e-4], jnp.float32)
+
+
+def return_mean_std(stats: jax.Array) -> tuple[jax.Array, jax.Array]:
+    return stats[0], jnp.sqrt(jnp.maximum(stats[1], 1e-8))
+
+
+def update_return_stats(stats: jax.Array, returns: jax.Array, mask=None) -> jax.Array:
+    """Merge a batch of returns (masked) into `stats` (Chan et al.'s parallel mean/variance:
+    the same result as one pass over every return seen)."""
+    chex.assert_shape(stats, (3,))
+    m = jnp.ones_like(returns) if mask is None else mask.astype(returns.dtype)
+    n_b = jnp.sum(m)
+    mean_b = jnp.sum(returns * m) / jnp.maximum(n_b, 1.0)
+    var_b = jnp.sum(m * (returns - mean_b) ** 2) / jnp.maximum(n_b, 1.0)
+    mean, var, n = stats[0], stats[1], stats[2]
+    total = n + n_b
+    delta = mean_b - mean
+    new_mean = mean + delta * n_b / total
+    new_var = (var * n + var_b * n_b + delta**2 * n * n_b / total) / total
+    return jnp.stack([new_mean, new_var, total]).astype(jnp.float32)

@@ -21,6 +21,8 @@ MineAgent inputs (any subset; keys are sorted before fusion, as in the official
 then concat -> ReLU -> Dense(fusion_dim) -> ReLU -> actor MLP (one per action component, hidden
 `actor_hidden` x `actor_depth`) and a separate critic MLP. Training-only input:
 
+  time_left f32 [B, 1]       fraction of the episode's step limit left -> the critic's input
+                             only, with critic_time_left (time-limit truncation in its view)
   privileged f32 [B, P]      simulator features (envs.voxel.target_features); with
                              privileged_critic -> MLP 128-128, concatenated to the critic's
                              input only (asymmetric actor-critic); with privileged_actor -> MLP
@@ -175,6 +177,8 @@ class MineAgent(nn.Module):
     privileged_actor: bool = False
     # GRU units of the recurrent core (0: memoryless, the paper's agent); see the module doc.
     core_size: int = 0
+    # The critic also sees obs["time_left"] [B, 1] (zeros where absent: a deployed actor).
+    critic_time_left: bool = False
 
     @nn.compact
     def __call__(self, obs: dict, prev_action=None, core=None, start=None):
@@ -275,6 +279,9 @@ class MineAgent(nn.Module):
                 obs["privileged"].astype(jnp.float32)
             )
             critic_in = jnp.concatenate([x, priv], axis=-1)
+        if self.critic_time_left:
+            left = obs.get("time_left", jnp.zeros(x.shape[:-1] + (1,), jnp.float32))
+            critic_in = jnp.concatenate([critic_in, left.astype(jnp.float32)], axis=-1)
         value = MLP((self.critic_hidden,) * self.critic_depth, 1, 1.0, name="critic_head")(
             critic_in
         )

@@ -48,8 +48,8 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
     mineclip_negatives: tuple[str, ...] = ()
     """prompts added to the paper's 12 as the MineCLIP reward's negatives (e.g. "walk around"): P_goal competes with them too and chance level becomes 1/(12 + k)"""
-    success_bonus: float = 10.0
-    """reward added on the step a programmatic task succeeds (never on Creative tasks)"""
+    success_bonus: float | None = None
+    """reward added on the step a programmatic task succeeds (never on Creative tasks); default: the rule max(10, r_max / (1 - gamma)), r_max the most one step of the dense reward can pay, so no stream outbids success (agents.adapters.success_bonus)"""
     stages: str = ""
     """multi-stage training: task lists separated by ';' trained in turn (SI buffer kept, policy head reset); overrides --task"""
     num_envs: int = 8
@@ -71,7 +71,13 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     lr: float = 3e-4
     """Adam learning rate of the PPO phase"""
     anneal_lr: bool = True
-    """linearly anneal the PPO learning rate to 0"""
+    """linearly anneal the PPO learning rate (to --lr-final-frac of --lr)"""
+    lr_final_frac: float = 0.0
+    """with --anneal-lr, the fraction of --lr the schedule ends at (0: the paper's anneal to zero; above 0 a short run keeps learning to its last update)"""
+    norm_returns: bool = False
+    """the critic learns value targets scaled by their running mean and std, so its gradient on the shared trunk does not grow with the reward's scale (GAE stays in reward units)"""
+    critic_time_left: bool = False
+    """embedded world: the critic also sees the fraction of the episode's step limit left, so a time-limit truncation is in its view (not the policy's)"""
     gamma: float = 0.99
     """discount"""
     gae_lambda: float = 0.95
@@ -120,8 +126,8 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """embedded world, ablation: the policy itself also sees those target features (oracle perception; such a policy cannot act without them)"""
     aux_coef: float = 0.0
     """weight of an auxiliary loss in which the policy's own features predict whether the target is in the frame, where and how far (embedded world; 0: off)"""
-    action_space: Literal["compact", "multidiscrete"] = "compact"
-    """policy head: the paper's 89 compact actions, or MineDojo's first 6 MultiDiscrete components (factorised)"""
+    action_space: Literal["compact", "combo", "multidiscrete"] = "compact"
+    """policy head: the paper's 89 compact actions, 22 'combo' actions (a step moves and attacks or uses at once: {noop, forward, forward+jump, back, left, right} x {noop, attack, use} and four 15-degree turns; uniform initial policy), or MineDojo's first 6 MultiDiscrete components (factorised)"""
     action_prior: Literal["uniform", "balanced"] = "balanced"
     """initial policy over the compact actions: uniform over all 89 (72 tilt the view, so a fresh agent mostly stares at sky or ground) or a quarter each to level turns, tilting turns, movement and use/attack"""
     cnn: Literal["impala", "nature"] = "impala"
@@ -189,7 +195,9 @@ RESUME_OVERRIDES = ("total_steps", "progress", "log_every", "checkpoint_every", 
 
 # `--preset paper` (the paper's Table A.4 is lost, so the smoothing weight is ours; docs/agents.md)
 PAPER_PRESET = dict(smooth_coef=0.01, action_prior="uniform", agent_size="paper",
-                    max_episode_steps=None)  # fmt: skip
+                    max_episode_steps=None, action_space="compact", core_size=0,
+                    norm_returns=False, lr_final_frac=0.0, critic_time_left=False,
+                    success_bonus=10.0)  # fmt: skip
 
 MAX_SEED = 2**31 - 1
 
@@ -236,6 +244,11 @@ def validate(cfg: PPOConfig) -> None:
                             ("final_eval_episodes", 0, off)):  # fmt: skip
         if getattr(cfg, name) < low:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= {low}{hint}, got {getattr(cfg, name)}")  # fmt: skip
+    if not 0.0 <= cfg.lr_final_frac <= 1.0:
+        raise ConfigError(f"--lr-final-frac must be in [0, 1] (a fraction of --lr), got "
+                          f"{cfg.lr_final_frac}")  # fmt: skip
+    if cfg.success_bonus is not None and cfg.success_bonus < 0:
+        raise ConfigError(f"--success-bonus must be >= 0, got {cfg.success_bonus}")
     if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):
         raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
     if cfg.seeds > 1 and cfg.backend != "jax":
