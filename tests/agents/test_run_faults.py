@@ -53,6 +53,10 @@ def test_flipped_bytes_in_the_latest_checkpoint_are_caught_by_its_checksums(tmp_
     assert info["update"] == 2
     assert "checkpoint step 4" in err and "does not match its checksum" in err
     assert step4.exists()  # a reader leaves the run as it is
+    from agents import evaluate  # agents.evaluate --policy RUN: the same fallback, no traceback
+
+    _, info = evaluate.load_ppo_run(str(tmp_path / "r"))
+    assert info["update"] == 2 and "checkpoint step 4" in capsys.readouterr().err
     with pytest.raises(checkpoints.DamagedCheckpointError, match="does not match its checksum"):
         checkpoints.load_run(tmp_path / "r", step=4)
 
