@@ -9,7 +9,7 @@ MineAgent inputs (any subset; keys are sorted before fusion, as in the official
 `SimpleFeatureFusion`):
 
   rgb_feat  f32 [B, 512]     frozen MineCLIP frame feature (computed once per frame outside)
-  rgb       uint8 [B,H,W,3]  raw frame -> small trainable IMPALA CNN (no MineCLIP checkpoint)
+  rgb       uint8 [B,H,W,3]  raw frame -> a small trainable encoder (`cnn`: IMPALA, Nature or patch)
   prompt    f32 [B, 512]     MineCLIP text feature of the env's goal (identity)
   task_id   int32 [B]        learned task embedding, when no MineCLIP text feature is available
   compass   f32 [B, C]       sin/cos of yaw and pitch -> MLP 128-128-128
@@ -148,6 +148,33 @@ class ResetGRU(nn.Module):
         return carry, y
 
 
+class PatchEncoder(nn.Module):
+    """A convolutional encoder written as matrix products, for CPUs: two non-overlapping
+    patch convolutions (4x4 stride 4, then 2x2 stride 2 over the result: the frame as an
+    8x8-patch grid) as reshapes and Dense layers, then a Dense over the flattened grid, which
+    keeps where on the screen a thing is (what a policy steers by). XLA's CPU convolutions and
+    their gradients are slow at these sizes; its matrix products are not. Frames whose sides
+    are not multiples of 8 are cropped at the bottom/right to the nearest multiple."""
+
+    channels: Sequence[int] = (16, 32)
+    out: int = 256
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.astype(jnp.float32) / 255.0
+        for c, p in zip(self.channels, (4, 2), strict=False):
+            *lead, h, w, ch = x.shape
+            h, w = h - h % p, w - w % p
+            x = x[..., :h, :w, :].reshape(*lead, h // p, p, w // p, p, ch)
+            x = jnp.moveaxis(x, -4, -3).reshape(*lead, h // p, w // p, p * p * ch)
+            x = nn.relu(_dense(c)(x))
+        x = x.reshape(x.shape[:-3] + (-1,))
+        return nn.relu(_dense(self.out)(x))
+
+
+_ENCODERS = {"impala": ImpalaCNN, "nature": NatureCNN, "patch": PatchEncoder}
+
+
 class MineAgent(nn.Module):
     """The paper's MineAgent (App. F.2; official layer sizes from mineclip-facts §11)."""
 
@@ -155,7 +182,7 @@ class MineAgent(nn.Module):
     num_tasks: int = 1
     num_block_ids: int = 32
     cnn_channels: Sequence[int] = (16, 32, 32)
-    cnn: str = "impala"  # image encoder without MineCLIP: "impala" or "nature"
+    cnn: str = "impala"  # image encoder without MineCLIP: "impala", "nature" or "patch"
     image_dim: int = 512
     fusion_dim: int = 512
     feat_hidden: int = 128
@@ -209,9 +236,10 @@ class MineAgent(nn.Module):
         if "rgb_feat" in obs:
             feats["rgb"] = obs["rgb_feat"].astype(jnp.float32)
         elif "rgb" in obs:
-            if self.cnn not in ("impala", "nature"):
-                raise ValueError(f"MineAgent.cnn must be 'impala' or 'nature', got {self.cnn!r}")
-            encoder = ImpalaCNN if self.cnn == "impala" else NatureCNN
+            if self.cnn not in _ENCODERS:
+                raise ValueError(f"MineAgent.cnn must be one of {sorted(_ENCODERS)}, got "
+                                 f"{self.cnn!r}")  # fmt: skip
+            encoder = _ENCODERS[self.cnn]
             feats["rgb"] = encoder(self.cnn_channels, self.image_dim, name="rgb_cnn")(obs["rgb"])
         if "prompt" in obs:
             feats["prompt"] = obs["prompt"].astype(jnp.float32)

@@ -130,8 +130,8 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """policy head: the paper's 89 compact actions, 22 'combo' actions (a step moves and attacks or uses at once: {noop, forward, forward+jump, back, left, right} x {noop, attack, use} and four 15-degree turns; uniform initial policy), or MineDojo's first 6 MultiDiscrete components (factorised)"""
     action_prior: Literal["uniform", "balanced"] = "balanced"
     """initial policy over the compact actions: uniform over all 89 (72 tilt the view, so a fresh agent mostly stares at sky or ground) or a quarter each to level turns, tilting turns, movement and use/attack"""
-    cnn: Literal["impala", "nature"] = "impala"
-    """image encoder without MineCLIP: IMPALA residual CNN, or the strided DQN CNN (about 4x cheaper to train on a CPU)"""
+    cnn: Literal["impala", "nature", "patch"] = "impala"
+    """image encoder without MineCLIP: IMPALA residual CNN, the strided DQN CNN (about 4x cheaper to train on a CPU), or patch convolutions written as matrix products (4x4 then 2x2 patches; the cheapest on a CPU)"""
     agent_size: Literal["small", "paper"] = "small"
     """MineAgent widths: small (fast on CPU) or the paper's (fusion 512, actor 256x3)"""
     core_size: int = 0

@@ -125,3 +125,31 @@ def test_memoryless_config_is_unchanged_by_the_carry():
     runner, traj, _ = L.rollout(runner, L.consts)
     assert traj.core.shape == (T, N, 1)
     np.testing.assert_array_equal(np.asarray(traj.core), 0.0)
+
+
+def test_patch_encoder_equals_strided_convolutions():
+    """The matmul encoder is two non-overlapping convolutions (4x4/4, 2x2/2) and a Dense: the
+    same numbers as flax's nn.Conv with those kernels and its weights."""
+    import flax.linen as nn
+
+    from agents.networks import PatchEncoder
+
+    enc = PatchEncoder(channels=(5, 7), out=9)
+    x = jax.random.randint(jax.random.key(0), (2, 3, 17, 26, 3), 0, 256).astype(jnp.uint8)
+    params = enc.init(jax.random.key(1), x)["params"]
+    got = enc.apply({"params": params}, x)
+    assert got.shape == (2, 3, 9)
+
+    def reference(x):
+        h = x[:, :16, :24].astype(jnp.float32) / 255.0  # cropped to multiples of 8
+        for i, (c, p) in enumerate(zip((5, 7), (4, 2), strict=True)):
+            d = params[f"Dense_{i}"]
+            conv = nn.Conv(c, (p, p), strides=(p, p), padding="VALID")
+            kernel = d["kernel"].reshape(p, p, -1, c)
+            h = nn.relu(conv.apply({"params": {"kernel": kernel, "bias": d["bias"]}}, h))
+        h = h.reshape(h.shape[0], -1)
+        d = params["Dense_2"]
+        return nn.relu(h @ d["kernel"] + d["bias"])
+
+    want = reference(x.reshape(6, 17, 26, 3)).reshape(2, 3, 9)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
