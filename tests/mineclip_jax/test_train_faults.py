@@ -10,6 +10,7 @@ import json
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -102,3 +103,28 @@ def test_a_damaged_checkpoint_is_moved_aside_and_the_run_resumes_before_it(clips
     assert (tmp_path / "run" / "damaged_checkpoints" / "2").is_dir()
     for a, b in zip(_leaves(resumed), _leaves(whole), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_whose_loss_goes_nan_stops_before_it_saves(clips, tmp_path, monkeypatch):
+    # Before: the run saved the NaN weights (rotating the intact checkpoints out) and wrote a
+    # NaN model.
+    real = tr.make_train_step
+
+    def poisoned(*args, **kwargs):  # from step 2 on, the weights and the loss are NaN
+        step_fn = real(*args, **kwargs)
+
+        def step(state, frames, tokens):
+            state, metrics = step_fn(state, frames, tokens)
+            bad = state.step >= 2
+            params = jax.tree.map(lambda x: jnp.where(bad, x * jnp.nan, x), state.params)
+            loss = jnp.where(bad, jnp.nan, metrics["loss"])
+            return state.replace(params=params), {**metrics, "loss": loss}
+
+        return step
+
+    monkeypatch.setattr(tr, "make_train_step", poisoned)
+    cfg = _cfg(clips, tmp_path / "run", seed=7)  # a recipe of its own: compiled with the patch
+    with pytest.raises(tr.NonFiniteError, match="step 2: the loss"):
+        tr.train(cfg)
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["1"]
+    assert not (tmp_path / "run" / "model").exists()
