@@ -56,7 +56,7 @@ def main(cfg: RebuildConfig) -> None:
             data=clips, out=work / "run", config="mini", steps=cfg.steps, batch_size=64,
             train_frames=8, lr=1e-3, warmup_steps=60, weight_decay=0.1, ckpt_every=50,
             eval_batch_size=64, max_eval_clips=512, save_dtype="int8", seed=cfg.seed,
-            progress=False,
+            progress=False, resume=(work / "run" / "checkpoints").is_dir(),  # a rerun resumes
         )
     )  # fmt: skip
     t_train = time.monotonic() - t0 - t_data
