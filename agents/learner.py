@@ -848,7 +848,7 @@ class Learner:
         rep_a = NamedSharding(self.actor_mesh, P())
         params, key = _copy((runner.params, runner.key), rep_a)  # this update's actor copy
         view = runner.update(params=None, opt_state=None, si_opt_state=None, key=None,
-                             update_step=None)  # fmt: skip
+                             update_step=None, return_stats=None)  # fmt: skip
         if ("split_rollout", seeds) not in self._jit_cache:
 
             def rollout(view, params, key, consts, hp):
