@@ -25,6 +25,7 @@ import numpy as np
 
 from agents.episodes import step_episodes
 from envs.video import write_video
+from mineclip_jax import compile_cache
 from mineclip_jax.judge import (  # the judge lives in mineclip_jax; re-exported here
     RELIABLE_JUDGE_F1,  # noqa: F401
     CreativeJudge,
@@ -546,6 +547,7 @@ def main(cfg: EvaluateConfig) -> None:
     import envs  # before JAX starts (restoring a policy would start it on one device)
 
     envs.use_every_core("agents.evaluate", "--no-all-cores", enabled=cfg.all_cores)
+    compile_cache.enable()  # a second evaluation loads the policy's and world's programs
     report = evaluate(cfg)
     print(
         f"wrote {report.markdown} and {report.csv} ({len(report.results)} tasks, {len(report.skipped)} skipped)"

@@ -41,7 +41,7 @@ from agents import learner as lrn
 from agents.build import build, build_host_driver
 from agents.video import record_video
 from envs.video import write_video
-from mineclip_jax import run_lock
+from mineclip_jax import compile_cache, run_lock
 from mineclip_jax.distributed import agree
 
 ConfigError = adapters.ConfigError
@@ -182,14 +182,9 @@ def _summary_writer(run_dir: Path, purge_step: int | None = None):
 
 
 def enable_compile_cache(path: str) -> None:
-    """Persist compiled executables across processes (the embedded world takes minutes to compile
-    on a small CPU). Best effort: a process that already compiled without a cache keeps none."""
-    if not path or jax.config.jax_compilation_cache_dir:
-        return
-    path = os.path.expanduser(path)
-    os.makedirs(path, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 2.0)
+    """Persist compiled executables across processes (`mineclip_jax.compile_cache`). The flag's
+    default stands for "not chosen", so MINECLIP_JAX_COMPILE_CACHE applies to this job too."""
+    compile_cache.enable(None if path == compile_cache.DEFAULT_DIR else path)
 
 
 # ----------------------------------------------------------------------------- checkpoints

@@ -51,7 +51,7 @@ import numpy as np
 import tyro
 
 from data import tokens
-from mineclip_jax import run_lock
+from mineclip_jax import compile_cache, run_lock
 
 TICKS_PER_SECOND = 20
 NUM_FRAMES = 16
@@ -716,6 +716,7 @@ def main(config: SyntheticConfig) -> None:
     import envs  # before JAX starts: the episodes then run on every core
 
     envs.use_every_core("data.synthetic", "--no-all-cores", enabled=config.all_cores)
+    compile_cache.enable()  # a rebuild loads the world's compiled episode program from disk
     summary = build(config)
     print(f"clips: train {summary['clips']['train']}, test {summary['clips']['test']} "
           f"in {summary['seconds']} s")  # fmt: skip

@@ -107,6 +107,15 @@ def use_every_core(who: str, off_flag: str = "", enabled: bool = True) -> None:
         )
 
 
+def _enable_compile_cache() -> None:
+    """A second process loads the world's compiled programs from disk instead of compiling them
+    for minutes (`mineclip_jax.compile_cache`: MINECLIP_JAX_COMPILE_CACHE sets or turns it off).
+    Imported here: `import envs` stays free of JAX and Flax for the bridge's workers."""
+    from mineclip_jax import compile_cache
+
+    compile_cache.enable()
+
+
 def _cpu_devices_configured() -> bool:
     """Whether the user already chose a CPU device count (config or XLA_FLAGS)."""
     import jax
@@ -141,6 +150,7 @@ def make(task, backend: str = "voxel", **kw):
     """A Gymnasium ``Env`` for ``task`` on ``backend`` ("voxel" or "minedojo")."""
     if backend == "voxel":
         _refuse_forked_jax(task)
+        _enable_compile_cache()
         from envs.voxel.gym_env import VoxelEnv
 
         spec, static, params, seed, validate = _voxel_parts(task, dict(kw))
@@ -163,6 +173,7 @@ def make_vector(task, num_envs: int, backend: str = "voxel", **kw):
         kw = dict(kw)
         devices = kw.pop("devices", None)
         _use_every_core(devices)
+        _enable_compile_cache()
         from envs.voxel.gym_env import VoxelVectorEnv
 
         spec, static, params, seed, validate = _voxel_parts(task, kw)

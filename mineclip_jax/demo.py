@@ -34,6 +34,7 @@ from typing import Literal
 import jax
 import numpy as np
 
+from mineclip_jax import compile_cache
 from mineclip_jax.checkpoint import load_checkpoint
 from mineclip_jax.config import MineCLIPConfig
 from mineclip_jax.handle import create
@@ -212,7 +213,9 @@ def run(cfg: DemoConfig, world_clip=None) -> dict[str, np.ndarray]:
 def main(argv=None):
     import tyro
 
-    run(tyro.cli(DemoConfig, args=argv))
+    cfg = tyro.cli(DemoConfig, args=argv)
+    compile_cache.enable()  # a second demo loads its compiled programs (docs: README gotchas)
+    run(cfg)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from mineclip_jax import distributed, run_lock
+from mineclip_jax import compile_cache, distributed, run_lock
 from mineclip_jax.checkpoint import (
     CHECKSUM_FILE,
     load_checkpoint,
@@ -848,6 +848,7 @@ def main(argv=None):
     with distributed.fail_fast():  # --distributed: a failing process leaves at once (no hang)
         try:
             distributed.initialize(cfg)  # --distributed: join the others before JAX computes
+            compile_cache.enable()  # a rerun or a --resume loads the compiled step from disk
             train(cfg)
         except (distributed.DistributedError, run_lock.RunLockedError, NonFiniteError) as e:
             print(f"error: {e}", file=sys.stderr)
