@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -65,7 +66,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     preset: Literal["none", "paper"] = "none"
     """paper: the paper's recipe over the other flags (docs/agents.md): smoothing on, uniform initial policy, paper-size agent, each task's episode length, whole-episode SI"""
     out: str = "runs/ppo"
-    """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos"""
+    """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos (on the command line without --out and --resume, a taken runs/ppo gives runs/ppo-YYYYmmdd-HHMMSS, so a rerun starts a new run)"""
     resume: bool = False
     """continue the run in --out from its latest checkpoint (its saved config is used)"""
     lr: float = 3e-4
@@ -137,7 +138,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     core_size: int = 0
     """GRU units of a recurrent core between the fused features and the heads (memory across steps; recurrent PPO over whole env sequences); 0: memoryless, as the paper's agent"""
     image_size: tuple[int, int] = (48, 64)
-    """embedded world rgb height, width without MineCLIP (MineCLIP forces 160 256)"""
+    """embedded world rgb height, width without MineCLIP (with --mineclip-ckpt the checkpoint's frame size: 48x64 for mini, 160x256 for attn.pth / avg.pth)"""
     world_size: int = 32
     """embedded world extent in blocks (x and z)"""
     world_pool: int = 8
@@ -185,7 +186,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     time_limit_min: float = 0.0
     """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
     compile_cache: str = "~/.cache/mineclip_jax/xla"
-    """persistent XLA compilation cache directory, reused by later runs ('' disables)"""
+    """persistent XLA compilation cache directory, reused by later runs ('' disables; the default is $MINECLIP_JAX_COMPILE_CACHE when set, mineclip_jax.compile_cache)"""
 
 
 # Flags a `--resume` may change (budget, logging, a process's address); the rest is the saved run's.
@@ -206,18 +207,54 @@ def stage_tasks(cfg: PPOConfig) -> list[tuple[str, ...]]:
     return loop.adapters.stage_tasks(cfg.task, cfg.stages)
 
 
-def apply_preset(cfg: PPOConfig) -> PPOConfig:
-    """`--preset paper` -> the paper's recipe; SI keeps whole episodes of the longest task."""
+def apply_preset(cfg: PPOConfig, given: frozenset[str] | None = None) -> PPOConfig:
+    """`--preset paper` -> the paper's recipe; SI keeps whole episodes of the longest task.
+    `given` (the CLI's flags, `given_flags`): a given flag the preset would change is refused,
+    naming it, instead of being overridden; None (a Python caller): the preset wins."""
     if cfg.preset != "paper":
         return cfg
     specs = [s for tasks in stage_tasks(cfg) if tasks != ("cartpole",) for s in task_specs(tasks)]
     longest = max((s.max_steps for s in specs), default=cfg.si_max_len)
     si_len = -(-int(longest) // cfg.action_repeat)
-    return dataclasses.replace(cfg, **PAPER_PRESET, si_max_len=max(si_len, 1), preset="none")
+    recipe = dict(PAPER_PRESET, si_max_len=max(si_len, 1))
+    if cfg.si_every == 0:  # SI off: its episode length is not part of the recipe
+        del recipe["si_max_len"]
+    clash = sorted(k for k in given or () if k in recipe and getattr(cfg, k) != recipe[k])
+    if clash:
+        flags = ", ".join(f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in clash)
+        want = ", ".join(f"{k.replace('_', '-')}={recipe[k]}" for k in clash)
+        raise ConfigError(f"--preset paper sets {want}; {flags} would be overridden: drop "
+                          f"{'it' if len(clash) == 1 else 'them'} or drop --preset paper")  # fmt: skip
+    return dataclasses.replace(cfg, **recipe, preset="none")
 
 
-def validate(cfg: PPOConfig) -> None:
-    """Raise ConfigError for flags that cannot work, before anything is built or written."""
+# Flags that do nothing unless another turns their feature on (`unused_flags`).
+SI_FLAGS = ("si_steps", "si_batch", "si_capacity", "si_max_len", "si_lr", "si_unsuccessful_weight",
+            "si_min_return", "si_balance_tasks")  # fmt: skip
+
+
+def unused_flags(cfg: PPOConfig, given: frozenset[str]) -> None:
+    """ConfigError for a given flag whose feature is off, so that it would change nothing (a user
+    who passes it expects it to)."""
+    features = (  # (flags, feature off, why, what turns it on)
+        (("mineclip_reward",), cfg.reward != "mineclip", f"--reward {cfg.reward}",
+         "--reward mineclip"),
+        (("smooth_window",), cfg.smooth_coef == 0, "--smooth-coef 0", "a --smooth-coef above 0"),
+        (SI_FLAGS, cfg.si_every == 0, "--si-every 0", "a --si-every above 0"),
+    )  # fmt: skip
+    for names, off, why, fix in features:
+        dead = [f"--{k.replace('_', '-')}" for k in names if k in given]
+        if off and dead:
+            one = len(dead) == 1
+            raise ConfigError(f"{' '.join(dead)}: with {why} {'it does' if one else 'they do'} "
+                              f"nothing; drop {'it' if one else 'them'} or pass {fix}")  # fmt: skip
+
+
+def validate(cfg: PPOConfig, given: frozenset[str] | None = None) -> None:
+    """Raise ConfigError for flags that cannot work, before anything is built or written, and
+    for `given` flags (the CLI's) that would do nothing (`unused_flags`)."""
+    if given is not None:
+        unused_flags(cfg, given)
     for name in ("num_envs", "num_steps", "total_steps", "update_epochs", "num_minibatches",
                  "seeds"):  # fmt: skip
         if getattr(cfg, name) <= 0:
@@ -295,8 +332,8 @@ def train(cfg: PPOConfig, *, stop_after_updates: int | None = None,
           given: frozenset[str] | None = None) -> dict:  # fmt: skip
     """Validate (or, with --resume, merge with the saved config; `given`: see `resume_config`)
     and run `agents.train.train`, which refuses a new run in an --out that holds checkpoints."""
-    cfg = resume_config(cfg, given) if cfg.resume else apply_preset(cfg)
-    validate(cfg)
+    cfg = resume_config(cfg, given) if cfg.resume else apply_preset(cfg, given)
+    validate(cfg, None if cfg.resume else given)
     return loop.train(cfg, stop_after_updates=stop_after_updates)
 
 
@@ -304,16 +341,44 @@ def config_from_json(d: dict) -> PPOConfig:
     return checkpoints.config_from_json(d, PPOConfig)
 
 
+def default_out(cfg: PPOConfig, given: frozenset[str]) -> PPOConfig:
+    """Without --out (and --resume), a run directory that already holds a run is left alone: the
+    new run goes to OUT-YYYYmmdd-HHMMSS (so running the README's command twice starts a second
+    run instead of failing). Under --distributed every process must name the same directory, so
+    there the default stays as it is."""
+    run_dir = Path(cfg.out).expanduser()
+    if "out" in given or cfg.resume or cfg.distributed or not (run_dir / CONFIG_FILE).exists():
+        return cfg
+    out = f"{cfg.out}-{time.strftime('%Y%m%d-%H%M%S')}"
+    print(f"{cfg.out} holds an earlier run (continue it with --resume --out {cfg.out}); this run "
+          f"goes to {out}")  # fmt: skip
+    return dataclasses.replace(cfg, out=out)
+
+
+def what_next(cfg: PPOConfig) -> str:
+    """Where the run went and the command that evaluates it (printed at the end of `main`)."""
+    tasks = [t for s in stage_tasks(cfg) for t in s]
+    lines = [f"run saved in {cfg.out} (config, checkpoints, metrics.jsonl, TensorBoard: "
+             f"tensorboard --logdir {cfg.out})"]  # fmt: skip
+    if tasks != ["cartpole"]:
+        names = " ".join(json.dumps(t) for t in dict.fromkeys(tasks))
+        lines.append(f"evaluate it: python -m agents.evaluate --policy {cfg.out} --tasks {names} "
+                     f"--episodes 100 --out-dir {cfg.out}/eval")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     import tyro
 
     argv = sys.argv[1:] if argv is None else list(argv)
     cfg = tyro.cli(PPOConfig, args=argv)
+    given = given_flags(argv)
+    cfg = default_out(cfg, given)
     with fail_fast():  # --distributed: a failing process leaves at once (no hang)
         try:
             devices.expose_cores(cfg)  # before JAX starts: on a CPU every core a device (or one)
             initialize(cfg)  # --distributed: join the other processes before JAX computes
-            s = train(cfg, given=given_flags(argv))
+            s = train(cfg, given=given)
         except (ConfigError, DistributedError, RunLockedError, NonFiniteError) as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -322,6 +387,7 @@ def main(argv=None) -> None:
         print(json.dumps({k: {x: v[x] for x in keys if x in v} for k, v in s["seeds"].items()}))
     else:
         print(json.dumps({k: s[k] for k in keys if k in s}))
+    print(what_next(cfg))
 
 
 if __name__ == "__main__":

@@ -56,7 +56,9 @@ def test_evaluate_rebuilds_the_env_the_policy_was_trained_on(tmp_path):
     from agents.evaluate import EvaluateConfig, evaluate
 
     out = tmp_path / "run"
-    ppo.main([*ARGS, "--total-steps", "32", "--si-every", "0", "--out", str(out)])
+    # SI off: its flags are left out (with --si-every 0 the CLI refuses them as doing nothing)
+    no_si = ARGS[: ARGS.index("--si-every")] + ARGS[ARGS.index("--max-episode-steps") : -1]
+    ppo.main([*no_si, "--total-steps", "32", "--si-every", "0", "--out", str(out)])
     cfg = EvaluateConfig(tasks=("hunt a cow",), episodes=2, num_envs=2, max_steps=4,
                          policy=str(out), out_dir=tmp_path / "eval", videos_per_task=0)  # fmt: skip
     report = evaluate(cfg)
