@@ -1,8 +1,11 @@
 """Learner-level tests on the JAX CartPole: sharded == single-device update, exact resume, SI
 phase, CLI errors and a CLI smoke run."""
 
+import ast
 import dataclasses
+import inspect
 import json
+import textwrap
 
 import jax
 import numpy as np
@@ -129,12 +132,37 @@ def test_load_policy_missing_run(tmp_path):
         checkpoints.load_policy(tmp_path / "nothing")
 
 
+def _field_docs(cls) -> dict[str, str]:
+    """Each dataclass field's help as tyro reads it: the string right after the field's line,
+    in `cls` or the dataclass it inherits the field from ('' where there is none)."""
+    docs = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for stmt, after in zip(body, [*body[1:], None]):
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                doc = getattr(getattr(after, "value", None), "value", None)
+                docs[stmt.target.id] = doc.strip() if isinstance(doc, str) else ""
+    return docs
+
+
 def test_cli_help_documents_every_flag(capsys):
+    @dataclasses.dataclass
+    class Undocumented:
+        documented: int = 0
+        """a line of help"""
+        bare: int = 0
+
+    assert _field_docs(Undocumented) == {"documented": "a line of help", "bare": ""}
+    docs = _field_docs(ppo.PPOConfig)
+    fields = [f.name for f in dataclasses.fields(ppo.PPOConfig)]
+    assert [f for f in fields if not docs.get(f)] == [], "fields without help text"
     with pytest.raises(SystemExit):
         ppo.main(["--help"])
     out = capsys.readouterr().out
-    for f in dataclasses.fields(ppo.PPOConfig):
-        assert "--" + f.name.replace("_", "-") in out
+    for f in fields:
+        assert "--" + f.replace("_", "-") in out
 
 
 def test_cli_exits_2_on_bad_task(capsys, tmp_path):

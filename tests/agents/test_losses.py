@@ -29,11 +29,17 @@ def test_gae_matches_numpy_loop(use_jit):
     v = rng.normal(size=(7, 3)).astype(np.float32)
     d = rng.random((7, 3)) < 0.3
     lv = rng.normal(size=(3,)).astype(np.float32)
-    fn = jax.jit(losses.gae, static_argnums=(4, 5)) if use_jit else losses.gae
-    adv, ret = fn(jnp.asarray(r), jnp.asarray(v), jnp.asarray(d), jnp.asarray(lv), 0.97, 0.9)
-    adv_np, ret_np = _gae_numpy(r, v, d.astype(np.float32), lv, 0.97, 0.9)
-    np.testing.assert_allclose(adv, adv_np, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(ret, ret_np, rtol=1e-5, atol=1e-5)
+    # jitted, gamma and lambda are traced arguments, as in training (they are hyper-parameters
+    # of the traced pytree): one compiled program serves every pair below
+    fn = jax.jit(losses.gae) if use_jit else losses.gae
+    for gamma, lam in ((0.97, 0.9), (0.5, 0.0), (1.0, 1.0)):
+        coefs = (jnp.float32(gamma), jnp.float32(lam)) if use_jit else (gamma, lam)
+        adv, ret = fn(jnp.asarray(r), jnp.asarray(v), jnp.asarray(d), jnp.asarray(lv), *coefs)
+        adv_np, ret_np = _gae_numpy(r, v, d.astype(np.float32), lv, gamma, lam)
+        np.testing.assert_allclose(adv, adv_np, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ret, ret_np, rtol=1e-5, atol=1e-5)
+    if use_jit:
+        assert fn._cache_size() == 1  # traced, not baked in: no recompilation per value
 
 
 @pytest.mark.parametrize("use_jit", [False, True])
@@ -43,10 +49,15 @@ def test_policy_loss_hand_computed(use_jit):
     new = jnp.array([0.5, -0.5, 0.0])
     old = jnp.zeros(3)
     adv = jnp.array([1.0, -2.0, 3.0])
-    fn = jax.jit(losses.policy_loss, static_argnums=3) if use_jit else losses.policy_loss
-    loss, clipfrac = fn(new, old, adv, 0.2)
+    # jitted, the clip range is a traced argument, as in training
+    fn = jax.jit(losses.policy_loss) if use_jit else losses.policy_loss
+    loss, clipfrac = fn(new, old, adv, jnp.float32(0.2) if use_jit else 0.2)
     np.testing.assert_allclose(loss, (-1.2 + 1.6 - 3.0) / 3, rtol=1e-5)
     np.testing.assert_allclose(clipfrac, 2 / 3, rtol=1e-6)
+    # clip 0.6: e^0.5 = 1.6487 > 1.6 still clipped (-1.6); e^-0.5 = 0.6065 > 0.4 unclipped
+    loss, clipfrac = fn(new, old, adv, jnp.float32(0.6) if use_jit else 0.6)
+    np.testing.assert_allclose(loss, (-1.6 + 2 * 0.60653066 - 3.0) / 3, rtol=1e-5)
+    np.testing.assert_allclose(clipfrac, 1 / 3, rtol=1e-6)
 
 
 def test_value_loss_hand_computed():
