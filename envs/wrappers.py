@@ -5,6 +5,8 @@
   the MultiDiscrete MineDojo action space; works for single and vector envs.
 * ``DenseReward``: reward = sparse task reward + the paper's manual dense shaping
   (``info["dense_reward"]``), the baseline reward of the paper's experiments.
+* ``FlatDict``: the nested observation dict as one level of Boxes (``"life_stats/food"``), what
+  Stable-Baselines3's ``MultiInputPolicy`` takes (docs/interfaces.md has the recipe).
 """
 
 from __future__ import annotations
@@ -101,7 +103,53 @@ class DenseReward(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if "dense_reward" not in info:
             raise KeyError("DenseReward needs info['dense_reward'] from the backend")
-        return obs, reward + np.asarray(info["dense_reward"]), terminated, truncated, info
+        total = reward + np.asarray(info["dense_reward"])
+        # a single env's reward is a Python float, as Gymnasium's and SB3's checkers expect
+        return obs, float(total) if np.ndim(total) == 0 else total, terminated, truncated, info
+
+
+def _flat_spaces(space: gym.spaces.Dict, prefix: str = "") -> dict[str, gym.spaces.Box]:
+    out = {}
+    for key, sub in space.spaces.items():
+        name = prefix + key
+        if isinstance(sub, gym.spaces.Dict):
+            out.update(_flat_spaces(sub, name + "/"))
+        elif name == "rgb":  # an image: SB3's CNN extractor wants it uint8 as it is
+            out[name] = sub
+        else:  # everything else a float vector: bools and ids included, scalars as (1,)
+            shape = sub.shape or (1,)
+            low = np.broadcast_to(np.asarray(sub.low, np.float32), sub.shape).reshape(shape)
+            high = np.broadcast_to(np.asarray(sub.high, np.float32), sub.shape).reshape(shape)
+            out[name] = gym.spaces.Box(low, high, dtype=np.float32)
+    return out
+
+
+class FlatDict(gym.ObservationWrapper):
+    """The observation dict one level deep: nested keys joined by "/" (``"location_stats/pos"``),
+    every leaf but ``rgb`` a float32 Box of rank >= 1. Libraries whose dict policies take one
+    level of Boxes (SB3's ``MultiInputPolicy``) read it as it is. ``keys``: the top-level keys
+    to keep (e.g. ``("rgb", "location_stats")``; default all)."""
+
+    def __init__(self, env: gym.Env, keys=None):
+        super().__init__(env)
+        space = env.observation_space
+        if keys is not None:
+            missing = sorted(set(keys) - set(space.spaces))
+            if missing:
+                raise ValueError(f"FlatDict: no observation keys {missing}; the env has "
+                                 f"{sorted(space.spaces)}")  # fmt: skip
+            space = gym.spaces.Dict({k: space[k] for k in keys})
+        self._spaces = _flat_spaces(space)
+        self.observation_space = gym.spaces.Dict(self._spaces)
+
+    def observation(self, observation):
+        out = {}
+        for name, box in self._spaces.items():
+            value = observation
+            for part in name.split("/"):
+                value = value[part]
+            out[name] = np.asarray(value, box.dtype).reshape(box.shape)
+        return out
 
 
 def compact(env):

@@ -26,6 +26,24 @@ def test_env_passes_gymnasium_checker(env):
     check_env(env, skip_render_check=True)
 
 
+def test_flat_dict_and_dense_reward_are_what_sb3_takes(env):
+    """SB3's MultiInputPolicy takes one level of Boxes and its checker a Python float reward:
+    FlatDict and DenseReward give both, and Gymnasium's checker passes the pair."""
+    flat = wrappers.FlatDict(wrappers.DenseReward(env))
+    check_env(flat, skip_render_check=True)
+    for name, box in flat.observation_space.spaces.items():
+        assert isinstance(box, gym.spaces.Box) and len(box.shape) >= 1, name
+    assert flat.observation_space["life_stats/food"].dtype == np.float32
+    obs, _ = flat.reset(seed=0)
+    assert flat.observation_space.contains(obs)
+    _, reward, *_ = flat.step(flat.action_space.sample())
+    assert type(reward) is float
+    some = wrappers.FlatDict(env, keys=("location_stats",))
+    assert all(k.startswith("location_stats/") for k in some.observation_space.spaces)
+    with pytest.raises(ValueError, match="no observation keys"):
+        wrappers.FlatDict(env, keys=("colour",))
+
+
 def test_reset_seed_reproducible_and_steps_match(env):
     obs1, _ = env.reset(seed=11)
     traj1 = [env.step(a) for a in H.act(5, move=1, yaw=13)]
