@@ -12,9 +12,13 @@ module follows the inputs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from agents.errors import EnvContractError
 
 
 def _xp(*arrays):
@@ -63,3 +67,18 @@ def per_task_totals(done, ret, length, success, task_id, num_tasks: int) -> dict
         "length_sum": segment(xp.where(done, length, 0)),
         "success_sum": segment(done & xp.asarray(success, bool)),
     }
+
+
+def env_success(info) -> jax.Array:
+    """`info["success"]` of an env step (bool, one per env), which every episode statistic and
+    the SI buffer read; an env without it gets an error naming the contract instead of a bare
+    KeyError from inside a trace."""
+    if isinstance(info, Mapping) and "success" in info:
+        return info["success"]
+    got = f"keys {sorted(info)}" if isinstance(info, Mapping) else type(info).__name__
+    raise EnvContractError(
+        f"the env's step returned an info without 'success' ({got}): a JaxEnv's step must return "
+        "(obs, state, reward, terminated, truncated, info) with info['success'] a bool per env "
+        "(all False for a task without a success check); see docs/agents.md, 'Bring your own "
+        "JAX env'"
+    )

@@ -30,7 +30,7 @@ import numpy as np
 
 from agents import learner as lrn
 from agents import losses
-from agents.episodes import per_task_totals, step_episodes
+from agents.episodes import env_success, per_task_totals, step_episodes
 from envs.tasks.evaluation import SuccessCount
 
 EVAL_KEY_SALT = 0xE7A1
@@ -135,7 +135,7 @@ def _episode_fn(L: lrn.Learner, task_id: np.ndarray, max_steps: int):
                 prev=jnp.where(done[:, None], L.noop_action, action), over=c["over"] | done,
                 out_return=jnp.where(ends, fin["return"], c["out_return"]),
                 out_length=jnp.where(ends, fin["length"], c["out_length"]),
-                out_success=jnp.where(ends, info["success"].astype(bool), c["out_success"]),
+                out_success=jnp.where(ends, env_success(info).astype(bool), c["out_success"]),
             )  # fmt: skip
 
         def cond(c):

@@ -569,7 +569,7 @@ class Learner:
                 rstate, reward = self.hooks.step(consts, reward_state, next_obs, done, r_env, info)
             else:
                 rstate, reward = reward_state, jax.vmap(env.reward_fn)(r_env, info)
-            return env_state, next_obs, rstate, reward, done, info["success"]
+            return env_state, next_obs, rstate, reward, done, episodes.env_success(info)
 
         if self.split and self.actor_mesh.devices.size > 1:
             # each actor device steps its own slice of the envs: no communication (the
