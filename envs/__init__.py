@@ -54,10 +54,8 @@ def _note_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_note_fork_in_child)
 
 
-def _refuse_forked_jax(task) -> None:
-    if _FORKED_AFTER_JAX_FROM is None:
-        return
-    raise RuntimeError(
+def _forked_jax_message(task) -> str:
+    return (
         f"envs.make({task!r}): this process was forked from process {_FORKED_AFTER_JAX_FROM}, "
         "in which JAX had already started, so the embedded world (JAX) would hang here. "
         "gymnasium.vector.AsyncVectorEnv forks by default after building an env in the parent: "
@@ -65,6 +63,43 @@ def _refuse_forked_jax(task) -> None:
         "call, no processes), or envs.bridge.ProcessVectorEnv('envs:make', n, task=task) "
         "(spawned workers)."
     )
+
+
+def _refuse_forked_jax(task) -> None:
+    if _FORKED_AFTER_JAX_FROM is not None:
+        raise RuntimeError(_forked_jax_message(task))
+
+
+def _refused_env(task, kw: dict[str, Any]):
+    """In a child forked after JAX started: an env with the spaces asked for whose reset and
+    step raise `_forked_jax_message`. Gymnasium's AsyncVectorEnv builds a worker's env outside
+    its error handling (an env that raises there kills the worker, and the caller sees a bare
+    BrokenPipeError while the reason goes to the worker's stderr); raised from `reset`, the
+    reason travels through its error queue and the caller's `reset` raises it. Where the world's
+    modules were never loaded (importing them here could start JAX), it raises at once."""
+    if "envs.voxel.gym_env" not in sys.modules:
+        _refuse_forked_jax(task)
+    import gymnasium as gym
+
+    from envs import spaces
+    from envs.voxel import gym_env
+
+    fields = {f.name for f in dataclasses.fields(gym_env.VoxelStaticConfig)}
+    static = gym_env.VoxelStaticConfig(**{k: v for k, v in kw.items() if k in fields})
+    message = _forked_jax_message(task)
+
+    class RefusedEnv(gym.Env):
+        def __init__(self):
+            self.observation_space = gym_env.observation_space(static)
+            self.action_space = spaces.ACTION_SPACE
+
+        def reset(self, *, seed=None, options=None):
+            raise RuntimeError(message)
+
+        def step(self, action):
+            raise RuntimeError(message)
+
+    return RefusedEnv()
 
 
 def _use_every_core(devices) -> None:
@@ -149,7 +184,8 @@ def _voxel_parts(task, kw: dict[str, Any]):
 def make(task, backend: str = "voxel", **kw):
     """A Gymnasium ``Env`` for ``task`` on ``backend`` ("voxel" or "minedojo")."""
     if backend == "voxel":
-        _refuse_forked_jax(task)
+        if _FORKED_AFTER_JAX_FROM is not None:
+            return _refused_env(task, kw)
         _enable_compile_cache()
         from envs.voxel.gym_env import VoxelEnv
 

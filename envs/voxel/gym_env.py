@@ -66,6 +66,12 @@ def _signals_info(info) -> dict:
     }
 
 
+
+def observation_space(static: VoxelStaticConfig) -> gym.spaces.Dict:
+    """One env's observation space at `static`'s frame size and rendering (no JAX involved)."""
+    return spaces.observation_space(static.height, static.width, rgb=static.render,
+                                    voxel_size=static.voxel_size)  # fmt: skip
+
 class VoxelEnv(gym.Env):
     """One embedded world as a Gymnasium env (MultiDiscrete MineDojo actions)."""
 
@@ -85,10 +91,7 @@ class VoxelEnv(gym.Env):
         self.validate_actions = validate_actions  # refuse invalid actions (False: clip, no check)
         self.static = static or VoxelStaticConfig()
         self.params = params if params is not None else E.make_params(task, self.static, seed=seed)
-        self.observation_space = spaces.observation_space(
-            self.static.height, self.static.width, rgb=self.static.render,
-            voxel_size=self.static.voxel_size,
-        )  # fmt: skip
+        self.observation_space = observation_space(self.static)
         self.action_space = spaces.ACTION_SPACE
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
@@ -170,10 +173,7 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         self.num_envs = num_envs
         self.static = static or VoxelStaticConfig()
         self.params = params if params is not None else E.make_params(task, self.static, seed=seed)
-        self.single_observation_space = spaces.observation_space(
-            self.static.height, self.static.width, rgb=self.static.render,
-            voxel_size=self.static.voxel_size,
-        )  # fmt: skip
+        self.single_observation_space = observation_space(self.static)
         self.single_action_space = spaces.ACTION_SPACE
         self.observation_space = gym.vector.utils.batch_space(
             self.single_observation_space, num_envs
