@@ -64,7 +64,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     seeds: int = 1
     """train seeds --seed .. --seed + K - 1 in one compiled program (--backend jax; OUT/seed<s>/ per seed)"""
     preset: Literal["none", "paper"] = "none"
-    """paper: the paper's recipe over the other flags (docs/agents.md): smoothing on, uniform initial policy, paper-size agent, each task's episode length, whole-episode SI"""
+    """paper: the paper's recipe (docs/agents.md): smoothing on, uniform initial policy, paper-size agent, each task's episode length, whole-episode SI; a flag given with it that it would change is refused"""
     out: str = "runs/ppo"
     """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos (on the command line without --out and --resume, a taken runs/ppo gives runs/ppo-YYYYmmdd-HHMMSS, so a rerun starts a new run)"""
     resume: bool = False
