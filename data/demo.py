@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from data import synthetic as S
+from mineclip_jax import compile_cache
 from mineclip_jax.demo import NUM_FRAMES, DemoConfig, run
 
 WORLD_SEED = 2  # worlds of this seed were never in MineCLIP-mini's training clips (seed 0)
@@ -47,7 +48,9 @@ def world_clip(task: str, image_size: tuple[int, int], seed: int = 0):
 def main(argv=None):
     import tyro
 
-    return run(tyro.cli(DemoConfig, args=argv), world_clip=world_clip)
+    cfg = tyro.cli(DemoConfig, args=argv)
+    compile_cache.enable()  # a second demo loads the world's compiled programs from disk
+    return run(cfg, world_clip=world_clip)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import numpy as np
 
 from data import synthetic as S
 from envs import tasks as envs_tasks
+from mineclip_jax import compile_cache
 from mineclip_jax.judge import write_episode_set
 from mineclip_jax.reward import PAPER_TASK_PROMPTS
 
@@ -95,4 +96,6 @@ def main(cfg: JudgeEpisodesConfig) -> None:
 if __name__ == "__main__":
     import tyro
 
-    main(tyro.cli(JudgeEpisodesConfig))
+    cfg = tyro.cli(JudgeEpisodesConfig)
+    compile_cache.enable()  # a rerun loads the world's compiled episode program from disk
+    main(cfg)

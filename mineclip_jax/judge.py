@@ -502,4 +502,8 @@ class CreativeJudge:
 if __name__ == "__main__":
     import tyro
 
-    main(tyro.cli(JudgeConfig))
+    from mineclip_jax import compile_cache
+
+    cfg = tyro.cli(JudgeConfig)
+    compile_cache.enable()  # a rerun loads the scoring programs from disk
+    main(cfg)

@@ -89,4 +89,8 @@ def record(cfg: RecordConfig) -> dict:
 
 
 if __name__ == "__main__":
-    record(tyro.cli(RecordConfig))
+    from mineclip_jax import compile_cache
+
+    cfg = tyro.cli(RecordConfig)
+    compile_cache.enable()  # a second recording loads the world's programs from disk
+    record(cfg)
