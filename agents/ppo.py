@@ -223,8 +223,9 @@ def apply_preset(cfg: PPOConfig, given: frozenset[str] | None = None) -> PPOConf
     if clash:
         flags = ", ".join(f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in clash)
         want = ", ".join(f"{k.replace('_', '-')}={recipe[k]}" for k in clash)
+        them = "it" if len(clash) == 1 else "them"
         raise ConfigError(f"--preset paper sets {want}; {flags} would be overridden: drop "
-                          f"{'it' if len(clash) == 1 else 'them'} or drop --preset paper")  # fmt: skip
+                          f"{them} or drop --preset paper")  # fmt: skip
     return dataclasses.replace(cfg, **recipe, preset="none")
 
 

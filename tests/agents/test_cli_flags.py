@@ -49,7 +49,8 @@ def test_a_taken_default_out_gets_a_fresh_directory(tmp_path, monkeypatch, capsy
     (tmp_path / "runs" / "ppo").mkdir(parents=True)
     (tmp_path / "runs" / "ppo" / "config.json").write_text("{}")
     fresh = ppo.default_out(cfg, frozenset())
-    assert fresh.out.startswith("runs/ppo-") and "--resume --out runs/ppo" in capsys.readouterr().out
+    assert fresh.out.startswith("runs/ppo-")
+    assert "--resume --out runs/ppo" in capsys.readouterr().out
     assert ppo.default_out(cfg, frozenset({"out"})) == cfg  # an explicit --out is the user's
     assert ppo.default_out(dataclasses.replace(cfg, resume=True), frozenset()).out == "runs/ppo"
 
