@@ -99,10 +99,12 @@ def build(cfg, tasks: tuple[str, ...] | None = None) -> Built:
 
 
 def _unroll(cfg, cnn: bool) -> bool:
-    """Unrolled epoch/minibatch scans on CPU for a CNN (jax-ml/jax#12868), unless --unroll says."""
+    """Unrolled epoch/minibatch scans on CPU for a convolutional encoder (jax-ml/jax#12868),
+    unless --unroll says. The patch encoder is matrix products, which scans do not slow: its
+    programs stay rolled (unrolled, the recurrent update compiled for minutes)."""
     if cfg.unroll is not None:
         return bool(cfg.unroll)
-    return jax.default_backend() == "cpu" and cnn
+    return jax.default_backend() == "cpu" and cnn and cfg.cnn != "patch"
 
 
 def _build(cfg, tasks: tuple[str, ...]) -> Built:
