@@ -15,6 +15,7 @@ skips the host check where actions come from a trusted policy.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -22,6 +23,8 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from envs import spaces
 from envs.checks import check_action, check_seed
@@ -48,7 +51,83 @@ def _reset_batch(keys, params, static):
     return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
 
 
-_step_batch = jax.jit(E.step_autoreset_batch, static_argnames="static", donate_argnums=(1,))
+# Finished envs whose last frame is rendered together (see `step_autoreset_batch_once`): a
+# small chunk keeps the frames rendered for a few finished envs few; a batch where many finish
+# at once (a shared time limit) takes ceil(k / chunk) rounds of it.
+FINAL_FRAME_CHUNK = 8
+
+
+def _pick(done, a, b):
+    """`a` where `done` (per env, axis 0), else `b`."""
+    return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+
+
+def step_autoreset_batch_once(keys, states, actions, params, static: VoxelStaticConfig):
+    """``E.step_autoreset_batch`` (same arguments, same results) rendering each frame once.
+
+    ``step_autoreset_batch`` renders every env's stepped frame, and on a step where some env
+    finished renders the whole batch again from the reset states (the cond runs for all envs or
+    none). Here the states are stepped and, where an episode ended, reset without rendering
+    (``E.step_state`` / ``E.reset_state``), the states that go on are observed once, and
+    ``final_obs`` renders only the finished envs' last frames, `FINAL_FRAME_CHUNK` at a time (a
+    while loop that runs no round when no env finished). ``final_obs`` of an env that did not
+    finish is its observation, as there.
+    """
+    n = keys.shape[0]
+    step_state = jax.vmap(E.step_state, in_axes=(0, 0, 0, None, None))
+    stepped, rew, term, trunc, info = step_state(keys, states, actions, params, static)
+    done = term | trunc
+
+    def with_resets(s):
+        # The same reset keys as step_autoreset_batch: the same fresh episodes.
+        reset_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+        fresh = jax.vmap(E.reset_state, in_axes=(0, None, None))(reset_keys, params, static)
+        return jax.tree.map(lambda a, b: _pick(done, a, b), fresh, s)
+
+    states = jax.lax.cond(jnp.any(done), with_resets, lambda s: s, stepped)
+    observe = jax.vmap(E.observe, in_axes=(0, None, None))
+    obs = observe(states, params, static)
+    if not static.render:
+        return obs, states, rew, term, trunc, info, observe(stepped, params, static)
+    # Everything but the frame is cheap: observed for every stepped state.
+    final_obs = observe(stepped, params, dataclasses.replace(static, render=False))
+    chunk = min(FINAL_FRAME_CHUNK, n)
+    # Finished envs first, then n (past the end: dropped by the scatter), padded to whole chunks.
+    order = jnp.nonzero(done, size=n + chunk, fill_value=n)[0]
+    rounds = (jnp.sum(done) + chunk - 1) // chunk
+    render = jax.vmap(E.render_state, in_axes=(0, None))
+
+    def render_chunk(i, rgb):
+        rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
+        some = jax.tree.map(lambda x: x[jnp.minimum(rows, n - 1)], stepped)
+        return rgb.at[rows].set(render(some, static), mode="drop")
+
+    final_rgb = jax.lax.fori_loop(0, rounds, render_chunk, obs["rgb"])
+    return obs, states, rew, term, trunc, info, {"rgb": final_rgb, **final_obs}
+
+
+@functools.cache
+def _vector_step(static: VoxelStaticConfig, mesh: Mesh | None):
+    """The whole of ``VoxelVectorEnv.step`` on the devices, as one jitted program:
+    ``f(key, states, actions, params) -> (key, (obs, rew, terminated, truncated, info),
+    states, final_obs)``; the envs split over `mesh` (None: one device), states donated.
+
+    The key is split inside (the same per-env keys the host split gave) so that a step is one
+    dispatch, and the outputs the host always reads come as one tuple for one ``device_get``."""
+
+    def local(keys, states, actions, params):
+        return step_autoreset_batch_once(keys, states, actions, params, static)
+
+    if mesh is not None:
+        local = parallel.shard_envs(local, mesh)
+
+    def f(key, states, actions, params):
+        key, k = jax.random.split(key)
+        keys = jax.random.split(k, actions.shape[0])
+        obs, states, rew, term, trunc, info, final_obs = local(keys, states, actions, params)
+        return key, (obs, rew, term, trunc, _signals_info(info)), states, final_obs
+
+    return jax.jit(f, donate_argnums=(1,))
 
 
 def _to_numpy(tree):
@@ -66,11 +145,11 @@ def _signals_info(info) -> dict:
     }
 
 
-
 def observation_space(static: VoxelStaticConfig) -> gym.spaces.Dict:
     """One env's observation space at `static`'s frame size and rendering (no JAX involved)."""
     return spaces.observation_space(static.height, static.width, rgb=static.render,
                                     voxel_size=static.voxel_size)  # fmt: skip
+
 
 class VoxelEnv(gym.Env):
     """One embedded world as a Gymnasium env (MultiDiscrete MineDojo actions)."""
@@ -148,8 +227,13 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` embedded worlds stepped by one jitted, vmapped call (same-step autoreset).
 
     With several JAX devices (GPUs, or CPU cores exposed by ``envs.voxel.parallel.use_cpu_cores``)
-    the envs are split over them (``envs.voxel.parallel.sharded_step``): ``devices`` caps how
-    many (default: all local devices, as many as divide ``num_envs``; 1 keeps one device)."""
+    the envs are split over them (``envs.voxel.parallel.shard_envs``): ``devices`` caps how
+    many (default: all local devices, as many as divide ``num_envs``; 1 keeps one device).
+
+    A step is one jitted program (``_vector_step``: per-env keys, the batched step with
+    same-step autoreset that renders only the frames it returns, the info dict) and one
+    transfer of its outputs; ``final_obs`` crosses to the host only on steps where an env
+    finished. ``python -m benchmarks.gym_vector_speed`` times it against the world's own loop."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "render_modes": []}
 
@@ -183,9 +267,13 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         self._states = None
         local = jax.local_devices()
         self.mesh = parallel.env_mesh(num_envs, local[: devices or len(local)])
-        self._sharded = (
-            parallel.sharded_step(self.mesh, self.static) if self.mesh.devices.size > 1 else None
-        )
+        split = self.mesh.devices.size > 1
+        self._step_fn = _vector_step(self.static, self.mesh if split else None)
+        # Placed once: params passed from one device would be copied to every device (the
+        # world pool included) on every step.
+        where = NamedSharding(self.mesh, P()) if split else self.mesh.devices.flat[0]
+        self._params = jax.device_put(self.params, where)
+        self._states_at = parallel.env_sharding(self.mesh) if split else where
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
@@ -194,8 +282,7 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         obs, self._states = _reset_batch(
             jax.random.split(k, self.num_envs), self.params, self.static
         )
-        if self._sharded is not None:
-            self._states = jax.device_put(self._states, parallel.env_sharding(self.mesh))
+        self._states = jax.device_put(self._states, self._states_at)
         return _to_numpy(obs), {}
 
     def step(self, actions):
@@ -209,16 +296,12 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, 8):
             raise ValueError(f"actions must have shape ({self.num_envs}, 8), got {actions.shape}")
-        self._key, k = jax.random.split(self._key)
-        keys = jax.random.split(k, self.num_envs)
-        actions = jnp.asarray(actions, jnp.int32)
-        if self._sharded is not None:
-            out = self._sharded(keys, self._states, actions, self.params)
-        else:
-            out = _step_batch(keys, self._states, actions, self.params, self.static)
-        obs, self._states, rew, term, trunc, info, final_obs = out
-        rew, term, trunc = np.asarray(rew), np.asarray(term), np.asarray(trunc)
-        infos = _to_numpy(_signals_info(info))
+        # int32 on the host: the jitted step takes the NumPy array straight to its devices.
+        actions = actions.astype(np.int32, copy=False)
+        self._key, out, self._states, final_obs = self._step_fn(
+            self._key, self._states, actions, self._params
+        )
+        obs, rew, term, trunc, infos = _to_numpy(out)  # one transfer of every leaf
         done = term | trunc
         if done.any():
             infos["final_obs"] = _to_numpy(final_obs)
@@ -227,7 +310,7 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
                 k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")
             }
             infos["_final_info"] = done
-        return _to_numpy(obs), rew, term, trunc, infos
+        return obs, rew, term, trunc, infos
 
     @property
     def states(self):

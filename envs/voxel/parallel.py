@@ -120,17 +120,24 @@ def sharded_step(mesh: Mesh, static: VoxelStaticConfig):
     return _sharded_step(mesh, static)
 
 
+def shard_envs(local, mesh: Mesh):
+    """``local(keys, states, actions, params)`` (a batched step of the envs it is given) run on
+    each device of `mesh` for its own slice of the env axis (``jax.shard_map``, not jitted):
+    keys, states and actions split along axis 0, params replicated, every output per env."""
+    env, rep = P(AXIS), P()
+    # check_vma=False: the world's loops start from constants (replicated) and carry per-env
+    # values (varying); every output is per env, as out_specs says.
+    return jax.shard_map(
+        local, mesh=mesh, in_specs=(env, env, env, rep), out_specs=env, check_vma=False
+    )
+
+
 @functools.cache
 def _sharded_step(mesh: Mesh, static: VoxelStaticConfig):
     def local(keys, states, actions, params):
         return E.step_autoreset_batch(keys, states, actions, params, static)
 
-    env, rep = P(AXIS), P()
-    # check_vma=False: the world's loops start from constants (replicated) and carry per-env
-    # values (varying); every output is per env, as out_specs says.
-    f = jax.shard_map(
-        local, mesh=mesh, in_specs=(env, env, env, rep), out_specs=env, check_vma=False
-    )
+    f = shard_envs(local, mesh)
     size = mesh.devices.size
 
     def step(keys, states, actions, params):
