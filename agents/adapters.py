@@ -178,7 +178,7 @@ def validate_backend(cfg, stages) -> None:
         if target_features_on and any(t == "cartpole" for s in stages for t in s):
             raise ConfigError("--privileged-critic / --privileged-policy / --aux-coef / "
                               "--critic-time-left read the embedded world's state; cartpole "
-                              "has none of it")  # fmt: skip
+                              "has no task target")  # fmt: skip
         return
     flag = f"--backend {cfg.backend}"
     if any(t == "cartpole" for s in stages for t in s):

@@ -1,6 +1,6 @@
 """`python -m agents.ppo`: PPO + self-imitation on the embedded world (or a JAX CartPole).
 
-    python -m agents.ppo                                   # "hunt a cow", manual dense reward
+    python -m agents.ppo                                   # "combat a zombie" from pixels, ~6 min
     python -m agents.ppo --task "hunt a cow" --reward sparse --total-steps 200000 --out runs/sparse
     python -m agents.ppo --task "milk a cow,hunt a cow" --num-envs 8      # multi-task (per-env prompts)
     python -m agents.ppo --task animal_zoo --stages "milk a cow,hunt a cow;shear a sheep,hunt a sheep"
@@ -39,7 +39,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     Run: python -m agents.ppo --task "hunt a cow" --reward manual --out runs/hunt_cow
     """
 
-    task: str = "hunt a cow"
+    task: str = "combat a zombie"
     """task id or prompt, several separated by commas (one per env, round robin), a group (animal_zoo, mob_combat), or cartpole"""
     reward: Literal["mineclip", "manual", "sparse"] = "manual"
     """training reward: MineCLIP (needs --mineclip-ckpt), the task's manual dense reward, or success only; success bonus added to all"""
@@ -53,11 +53,11 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """reward added on the step a programmatic task succeeds (never on Creative tasks); default: the rule max(10, r_max / (1 - gamma)), r_max the most one step of the dense reward can pay, so no stream outbids success (agents.adapters.success_bonus)"""
     stages: str = ""
     """multi-stage training: task lists separated by ';' trained in turn (SI buffer kept, policy head reset); overrides --task"""
-    num_envs: int = 8
+    num_envs: int = 16
     """parallel environments (a multiple of the device count and of --num-minibatches)"""
     num_steps: int = 64
     """rollout length per env per update"""
-    total_steps: int = 16_384
+    total_steps: int = 65_536
     """env steps per stage"""
     seed: int = 0
     """random seed (params, envs, sampling), 0 .. 2**31 - 1"""
@@ -73,9 +73,9 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """Adam learning rate of the PPO phase"""
     anneal_lr: bool = True
     """linearly anneal the PPO learning rate (to --lr-final-frac of --lr)"""
-    lr_final_frac: float = 0.0
+    lr_final_frac: float = 0.1
     """with --anneal-lr, the fraction of --lr the schedule ends at (0: the paper's anneal to zero; above 0 a short run keeps learning to its last update)"""
-    norm_returns: bool = False
+    norm_returns: bool = True
     """the critic learns value targets scaled by their running mean and std, so its gradient on the shared trunk does not grow with the reward's scale (GAE stays in reward units)"""
     critic_time_left: bool = False
     """embedded world: the critic also sees the fraction of the episode's step limit left, so a time-limit truncation is in its view (not the policy's)"""
@@ -127,15 +127,15 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """embedded world, ablation: the policy itself also sees those target features (oracle perception; such a policy cannot act without them)"""
     aux_coef: float = 0.0
     """weight of an auxiliary loss in which the policy's own features predict whether the target is in the frame, where and how far (embedded world; 0: off)"""
-    action_space: Literal["compact", "combo", "multidiscrete"] = "compact"
+    action_space: Literal["compact", "combo", "multidiscrete"] = "combo"
     """policy head: the paper's 89 compact actions, 22 'combo' actions (a step moves and attacks or uses at once: {noop, forward, forward+jump, back, left, right} x {noop, attack, use} and four 15-degree turns; uniform initial policy), or MineDojo's first 6 MultiDiscrete components (factorised)"""
     action_prior: Literal["uniform", "balanced"] = "balanced"
     """initial policy over the compact actions: uniform over all 89 (72 tilt the view, so a fresh agent mostly stares at sky or ground) or a quarter each to level turns, tilting turns, movement and use/attack"""
-    cnn: Literal["impala", "nature", "patch"] = "impala"
+    cnn: Literal["impala", "nature", "patch"] = "patch"
     """image encoder without MineCLIP: IMPALA residual CNN, the strided DQN CNN (about 4x cheaper to train on a CPU), or patch convolutions written as matrix products (4x4 then 2x2 patches; the cheapest on a CPU)"""
     agent_size: Literal["small", "paper"] = "small"
     """MineAgent widths: small (fast on CPU) or the paper's (fusion 512, actor 256x3)"""
-    core_size: int = 0
+    core_size: int = 128
     """GRU units of a recurrent core between the fused features and the heads (memory across steps; recurrent PPO over whole env sequences); 0: memoryless, as the paper's agent"""
     image_size: tuple[int, int] = (48, 64)
     """embedded world rgb height, width without MineCLIP (with --mineclip-ckpt the checkpoint's frame size: 48x64 for mini, 160x256 for attn.pth / avg.pth)"""
@@ -181,7 +181,7 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """steps per video"""
     progress: bool = True
     """show the console progress bar"""
-    final_eval_episodes: int = 32
+    final_eval_episodes: int = 100
     """at the end, the untrained (initial) and the trained policy play the same N episodes per task, actions sampled (agents.evaluate's default); success rates (95% Wilson intervals) and mean returns printed and in summary.json (--backend jax; 0: off)"""
     time_limit_min: float = 0.0
     """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
@@ -389,6 +389,10 @@ def main(argv=None) -> None:
     else:
         print(json.dumps({k: s[k] for k in keys if k in s}))
     print(what_next(cfg))
+    # the result last: "final evaluation (N episodes, TASK): untrained X% [lo, hi], trained ..."
+    for seed_summary in s["seeds"].values() if "seeds" in s else [s]:
+        for line in seed_summary.get("final_eval_lines", ()):
+            print(line)
 
 
 if __name__ == "__main__":

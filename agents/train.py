@@ -430,9 +430,11 @@ def _final_evaluation(cfg, tasks, outs, runner, initial, summary) -> None:
         result = final_eval.evaluate_policies(built, policies, cfg.final_eval_episodes,
                                               out.seed, tasks)  # fmt: skip
         prefix = f"final evaluation, seed {out.seed}" if seeded else "final evaluation"
-        for line in final_eval.describe(result, prefix):
+        lines = final_eval.describe(result, prefix)
+        for line in lines:
             print(line)
         s["final_eval"] = final_eval.to_json(result)
+        s["final_eval_lines"] = lines  # agents.ppo prints them again as its last lines
         step = int(s.get("env_steps", 0))
         multi = len(result["tasks"]) > 1
         for label, by in result["tasks"].items():

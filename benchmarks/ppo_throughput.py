@@ -90,6 +90,7 @@ def ours_program(args: Args):
         total_steps=args.total_steps, lr=2.5e-4, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
         max_grad_norm=0.5, update_epochs=4, num_minibatches=4, gamma=0.99, gae_lambda=0.95,
         smooth_coef=0.0, si_every=0, num_devices=1, unroll=False,
+        norm_returns=False, lr_final_frac=0.0,  # the plain PPO the baselines run
     )  # fmt: skip
     envs = _envpool(args, args.num_envs, args.seed)
     handle, _, _, step_env = envs.xla()
@@ -379,7 +380,8 @@ def run_seeds(args: Args) -> dict:
     def learner(num_envs):
         cfg = PPOConfig(task="cartpole", num_envs=num_envs, num_steps=t_len,
                         total_steps=max(args.total_steps // (num_envs * t_len), 1) * num_envs * t_len,
-                        smooth_coef=0.0, si_every=1, num_devices=1, unroll=False, progress=False)  # fmt: skip
+                        smooth_coef=0.0, si_every=1, num_devices=1, unroll=False, progress=False,
+                        core_size=0)  # fmt: skip
         return build(cfg).learner, lrn.HyperParams.from_config(cfg)
 
     L, hp = learner(n)

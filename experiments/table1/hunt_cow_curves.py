@@ -64,6 +64,9 @@ def _config(args: Args, reward: str):
         cnn="nature", action_prior="balanced", action_repeat=args.action_repeat,
         si_max_len=500 // args.action_repeat, privileged_critic=args.privileged_critic,
         aux_coef=args.aux_coef, privileged_policy=args.privileged_policy, progress=False,
+        # the recipe of the recorded curves (agents.ppo's defaults before issue 41)
+        action_space="compact", core_size=0, norm_returns=False, lr_final_frac=0.0,
+        success_bonus=10.0,
     )  # fmt: skip
 
 

@@ -90,9 +90,10 @@ def record(run_dir, params_by_policy: dict, episodes: int, seed: int, loaded=Non
             rs = hooks.start(consts, rs, obs)
 
         def body(c, t):
-            es, obs, prev, rs, over = c
-            a = losses.sample(jax.random.fold_in(k_act, t), L.policy_logits(params, obs, prev),
-                              L.action_dims)  # fmt: skip
+            es, obs, prev, rs, over, core = c
+            # one episode per env: its first step opens it (a recurrent policy's carry zeroed)
+            logits, core = L.policy_logits(params, obs, prev, core, jnp.broadcast_to(t == 0, (n,)))
+            a = losses.sample(jax.random.fold_in(k_act, t), logits, L.action_dims)
             raw, es, r_env, term, trunc, info = jax.vmap(step, in_axes=(0, 0, 0, 0, None))(
                 jax.random.split(jax.random.fold_in(k_env, t), n), es,
                 jax.vmap(env.to_env_action)(a), env_params, env.static)  # fmt: skip
@@ -109,9 +110,9 @@ def record(run_dir, params_by_policy: dict, episodes: int, seed: int, loaded=Non
                    "biome": sig.biome_id.astype(jnp.int32),
                    "world_time": es.world_time.astype(jnp.int32)}  # fmt: skip
             prev = jnp.where(done[:, None], L.noop_action, a)
-            return (es, obs, prev, rs, over | done), out
+            return (es, obs, prev, rs, over | done, core), out
 
-        c0 = (es, obs, jnp.tile(L.noop_action, (n, 1)), rs, jnp.zeros(n, bool))
+        c0 = (es, obs, jnp.tile(L.noop_action, (n, 1)), rs, jnp.zeros(n, bool), L.initial_core(n))
         out = jax.lax.scan(body, c0, jnp.arange(steps))[1]
         out["rgb"] = jnp.concatenate([raw["rgb"][None], out["rgb"]])
         out["kills"] = jnp.concatenate([kills0[None], out["kills"]]).astype(jnp.int32)

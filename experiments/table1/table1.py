@@ -125,6 +125,9 @@ def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
         "--video-every", "-1", "--no-progress", "--final-eval-episodes", "4" if args.smoke else "32",
         "--privileged-critic" if args.privileged_critic else "--no-privileged-critic",
         "--out", str(run_dir(args, task, reward, seed)),
+        # the recipe of the recorded table (agents.ppo's defaults before issue 41)
+        "--action-space", "compact", "--core-size", "0", "--no-norm-returns",
+        "--lr-final-frac", "0", "--success-bonus", "10",
     ]  # fmt: skip
     if reward == "mineclip" or args.shared_features:
         flags += ["--mineclip-ckpt", args.mineclip_ckpt]

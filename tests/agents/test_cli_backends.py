@@ -14,7 +14,8 @@ import pytest
 from agents import adapters, build, checkpoints, ppo
 
 TINY = [
-    "--world-size", "16", "--world-pool", "1", "--image-size", "16", "24", "--cnn", "nature",
+    "--task", "hunt a cow", "--world-size", "16", "--world-pool", "1", "--image-size", "16", "24",
+    "--cnn", "nature",
     "--num-envs", "4", "--num-steps", "8", "--total-steps", "64", "--num-minibatches", "2",
     "--update-epochs", "1", "--si-every", "1", "--si-max-len", "8", "--si-capacity", "4",
     "--max-episode-steps", "6", "--video-every", "-1", "--no-progress",

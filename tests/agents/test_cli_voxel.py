@@ -26,7 +26,9 @@ def reset_rows(env, keys, params):
 def test_cli_smoke_on_the_embedded_world(tmp_path, capsys):
     out = tmp_path / "run"
     ppo.main([*ARGS, "--out", str(out)])
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    lines = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads(next(x for x in lines if x.startswith("{")))
+    assert lines[-1].startswith("final evaluation (")  # the result is the job's last line
     assert summary["env_steps"] == 64
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(np.isfinite(r["pg_loss"]) for r in rows)

@@ -17,6 +17,7 @@ from agents import train as loop
 
 TINY = ppo.PPOConfig(
     task="cartpole",
+    core_size=0,  # the MLP actor-critic; tests of a recurrent core set it
     num_envs=8,
     num_steps=16,
     total_steps=8 * 16 * 4,

@@ -177,6 +177,8 @@ def test_device_rollout_starts_episodes_with_the_noop_action():
     done, prev = np.asarray(traj.done), np.asarray(traj.prev_action)[..., 0]
     act = np.asarray(traj.action)[..., 0]
     assert done[2].all()  # 3-step episodes
-    np.testing.assert_array_equal(prev[0], spaces.COMPACT_NOOP)
-    np.testing.assert_array_equal(prev[3], spaces.COMPACT_NOOP)
+    noop = spaces.compact_action_set("combo").noop  # the default action set's no-op
+    assert cfg.action_space == "combo" and int(L.noop_action[0]) == noop
+    np.testing.assert_array_equal(prev[0], noop)
+    np.testing.assert_array_equal(prev[3], noop)
     np.testing.assert_array_equal(prev[1:3], act[0:2])
