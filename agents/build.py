@@ -47,8 +47,14 @@ def build_network(cfg, env: lrn.JaxEnv):
         if not cfg.core_size:
             return networks.MLPActorCritic(env.action_dims)
         return networks.MineAgent(  # CartPole with memory: the MineAgent on its state vector
-            action_dims=env.action_dims, core_size=cfg.core_size, fusion_dim=64, feat_hidden=64,
-            actor_hidden=64, actor_depth=1, critic_hidden=64, critic_depth=1,
+            action_dims=env.action_dims,
+            core_size=cfg.core_size,
+            fusion_dim=64,
+            feat_hidden=64,
+            actor_hidden=64,
+            actor_depth=1,
+            critic_hidden=64,
+            critic_depth=1,
         )
     from envs import spaces, voxel
 

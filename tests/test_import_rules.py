@@ -126,7 +126,9 @@ def test_no_import_circle_between_modules_of_a_package():
 
 
 def test_the_checks_see_function_level_and_relative_imports_and_circles():
-    source = "def f():\n    from data import synthetic\n    import benchmarks.common\nfrom . import x\n"
+    source = (
+        "def f():\n    from data import synthetic\n    import benchmarks.common\nfrom . import x\n"
+    )
     found = [m for m, _ in imports_in(source, "mineclip_jax.demo")]
     assert {"data", "data.synthetic", "benchmarks.common", "mineclip_jax.x"} <= set(found)
     assert circles({"a.x": {"a.y"}, "a.y": {"a.x"}, "a.z": set()}) == [["a.x", "a.y"]]

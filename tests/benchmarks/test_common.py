@@ -12,7 +12,9 @@ def test_record_appends_a_dated_row_to_the_first_table(tmp_path):
     row = common.record("python -m benchmarks.x", "1.5x", where="test box", path=path)
     lines = path.read_text().splitlines()
     assert lines[5] == row and lines[4].startswith("| old")
-    assert row.startswith(f"| {datetime.date.today().isoformat()} | `python -m benchmarks.x` | test box, load ")
+    assert row.startswith(
+        f"| {datetime.date.today().isoformat()} | `python -m benchmarks.x` | test box, load "
+    )
     assert row.endswith("| 1.5x |") and lines[-1] == "| other | table |"
 
 

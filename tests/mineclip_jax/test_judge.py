@@ -44,12 +44,20 @@ def test_calibration_from_an_episode_directory_round_trips_through_judge_json(tm
     handle = mcj.load_checkpoint(copy)
     assert ev.calibrated_threshold(handle, "dig a hole") == pytest.approx(row["delta"])
     # the same calibration in memory, as experiments/mineclip_mini runs it
-    feats = (mj.frame_features(handle, success, lengths), mj.frame_features(handle, failure, lengths))
+    feats = (
+        mj.frame_features(handle, success, lengths),
+        mj.frame_features(handle, failure, lengths),
+    )
     baseline = mcj.create(handle.config, __import__("jax").random.key(7))
-    rand = (mj.frame_features(baseline, success, lengths), mj.frame_features(baseline, failure, lengths))
+    rand = (
+        mj.frame_features(baseline, success, lengths),
+        mj.frame_features(baseline, failure, lengths),
+    )
     again, _ = mj.calibrate("dig a hole", (handle, *feats), (baseline, *rand), lengths, lengths,
                             episode_ticks=12)  # fmt: skip
-    assert again["delta"] == pytest.approx(row["delta"]) and again["f1_trained"] == row["f1_trained"]
+    assert (
+        again["delta"] == pytest.approx(row["delta"]) and again["f1_trained"] == row["f1_trained"]
+    )
     assert "dig a hole" in mj.describe("dig a hole", row)
 
 
