@@ -100,7 +100,7 @@ def test_time_left_observation_counts_down_the_episode():
         (dict(reward="manual"), (0.1 + 1.0) / 0.01),  # nav_scale * 1 block + attack_bonus
         (dict(reward="mineclip", mineclip_ckpt="mini"), 1.0 / 0.01),
         (dict(reward="sparse"), 10.0),
-        (dict(reward="manual", gamma=0.9), (0.1 + 1.0) / 0.1 + 0.0),
+        (dict(reward="manual", gamma=0.9), (0.1 + 1.0) / 0.1),
         (dict(reward="manual", success_bonus=3.0), 3.0),
     ],
 )

@@ -6,7 +6,6 @@ second process out, and a flipped byte in a checkpoint was restored without a wo
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import jax
@@ -17,24 +16,9 @@ import pytest
 import mineclip_jax as mcj
 from mineclip_jax import run_lock
 from mineclip_jax import train as tr
+from tests.mineclip_jax.test_train import _array_clips
 
 SIZE = (32, 48)  # frames of a tiny model small enough to train in a second
-
-
-def _array_clips(root, n=6, shape=(16, *SIZE, 3)):
-    root.mkdir()
-    meta = {"format": tr.ARRAY_FORMAT, "frame_shape": list(shape), "clips": {}}
-    rng = np.random.default_rng(0)
-    for split in ("train", "test"):
-        np.save(root / f"{split}_frames.npy", rng.integers(0, 255, (n, *shape), dtype=np.uint8))
-        texts = [f"clip {i} of {split}" for i in range(n)]
-        np.save(root / f"{split}_tokens.npy", mcj.tokenize(texts))
-        with open(root / f"{split}_clips.jsonl", "w") as f:
-            for text in texts:
-                f.write(json.dumps({"text": text}) + "\n")
-        meta["clips"][split] = n
-    (root / "clips.json").write_text(json.dumps(meta))
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +26,9 @@ def clips(tmp_path_factory):
     """(clip directory, a tiny model at SIZE to start from)."""
     root = tmp_path_factory.mktemp("data")
     model = mcj.create(mcj.MineCLIPConfig.tiny(pool="avg", image_size=SIZE), jax.random.key(0))
-    return _array_clips(root / "clips"), str(mcj.save_checkpoint(model, root / "init"))
+    return _array_clips(root / "clips", shape=(16, *SIZE, 3)), str(
+        mcj.save_checkpoint(model, root / "init")
+    )
 
 
 def _cfg(clips, out, **kw):
