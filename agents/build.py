@@ -126,7 +126,7 @@ def _build(cfg, tasks: tuple[str, ...]) -> Built:
     network = build_network(cfg, env)
     lcfg = dataclasses.replace(
         lrn.LearnerConfig.from_config(cfg),
-        unroll=_unroll(cfg, cnn=not cartpole and not cfg.mineclip_ckpt),
+        unroll=_unroll(cfg, cnn=not cartpole and not (cfg.mineclip_ckpt and cfg.mineclip_features)),
     )
     actor_mesh, mesh = devices.meshes(cfg)
     learner = lrn.Learner(lcfg, env, network, mesh, hooks=hooks, consts=consts,

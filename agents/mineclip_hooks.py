@@ -18,6 +18,11 @@ import numpy as np
 
 from agents import learner as lrn
 
+FEATURES_KEY = "rgb_feat"  # the policy's image input (agents.networks.MineAgent reads it)
+REWARD_FEATURES_KEY = (
+    "reward_feat"  # the reward's alone (--no-mineclip-features; no network reads it)
+)
+
 
 def mineclip_hooks(cfg, env: lrn.JaxEnv, prompts: tuple[str, ...]):
     """(hooks, consts, MineCLIP handle): frozen MineCLIP frame features for the policy (+ the
@@ -36,11 +41,19 @@ def mineclip_hooks(cfg, env: lrn.JaxEnv, prompts: tuple[str, ...]):
     module = mc.module
     use_reward = cfg.reward == "mineclip"
     base_reward = env.reward_fn
+    # runs saved before --no-mineclip-features existed load as configs without the field
+    policy_features = getattr(cfg, "mineclip_features", True)
+    feat_key = FEATURES_KEY if policy_features else REWARD_FEATURES_KEY
 
     def featurize(c, obs):
         obs = dict(obs)
+        if not policy_features:  # the policy sees the frames and its task id; MineCLIP only pays
+            if use_reward:
+                obs[feat_key] = module.apply({"params": c["spec"].params}, obs["rgb"],
+                                             method="encode_frames")  # fmt: skip
+            return obs
         rgb = obs.pop("rgb")
-        obs["rgb_feat"] = module.apply({"params": c["spec"].params}, rgb, method="encode_frames")
+        obs[feat_key] = module.apply({"params": c["spec"].params}, rgb, method="encode_frames")
         obs["prompt"] = c["goal_text"][obs.pop("task_id")]
         return obs
 
@@ -51,15 +64,15 @@ def mineclip_hooks(cfg, env: lrn.JaxEnv, prompts: tuple[str, ...]):
         base = jax.vmap(base_reward)(r_env, info)
         if not use_reward:
             return rstate, base
-        rstate, r_clip, _ = mcr.reward_step(c["spec"], rstate, obs["rgb_feat"], done)
+        rstate, r_clip, _ = mcr.reward_step(c["spec"], rstate, obs[feat_key], done)
         # On a done step the new frame belongs to the next episode: no MineCLIP term.
         return rstate, base + jnp.where(done, 0.0, r_clip)
 
     def start(c, rstate, obs):
         if not use_reward:
             return rstate
-        first = jnp.ones(obs["rgb_feat"].shape[:1], jnp.bool_)
-        return mcr.reward_step(c["spec"], rstate, obs["rgb_feat"], first)[0]
+        first = jnp.ones(obs[feat_key].shape[:1], jnp.bool_)
+        return mcr.reward_step(c["spec"], rstate, obs[feat_key], first)[0]
 
     hooks = lrn.RewardHooks(featurize=featurize, init=init, step=step, start=start)
     return hooks, consts, mc

@@ -49,6 +49,8 @@ class PPOConfig(devices.DeviceConfig, DistributedConfig):
     """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
     mineclip_negatives: tuple[str, ...] = ()
     """prompts added to the paper's 12 as the MineCLIP reward's negatives (e.g. "walk around"): P_goal competes with them too and chance level becomes 1/(12 + k)"""
+    mineclip_features: bool = True
+    """with --mineclip-ckpt: the policy's image input is MineCLIP's frozen frame features (the paper's MineAgent); off (--no-mineclip-features): the frames through --cnn, the same network as without a checkpoint, and MineCLIP gives only the reward"""
     success_bonus: float | None = None
     """reward added on the step a programmatic task succeeds (never on Creative tasks); default: the rule max(10, r_max / (1 - gamma)), r_max the most one step of the dense reward can pay, so no stream outbids success (agents.adapters.success_bonus)"""
     stages: str = ""
@@ -240,6 +242,7 @@ def unused_flags(cfg: PPOConfig, given: frozenset[str]) -> None:
     features = (  # (flags, feature off, why, what turns it on)
         (("mineclip_reward",), cfg.reward != "mineclip", f"--reward {cfg.reward}",
          "--reward mineclip"),
+        (("mineclip_features",), not cfg.mineclip_ckpt, "no --mineclip-ckpt", "--mineclip-ckpt"),
         (("smooth_window",), cfg.smooth_coef == 0, "--smooth-coef 0", "a --smooth-coef above 0"),
         (SI_FLAGS, cfg.si_every == 0, "--si-every 0", "a --si-every above 0"),
     )  # fmt: skip

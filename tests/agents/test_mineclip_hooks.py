@@ -114,3 +114,52 @@ def test_extra_negatives_join_the_reward_softmax(tmp_path):
     ):
         with pytest.raises(ppo.ConfigError, match=match):
             ppo.validate(bad)
+
+
+def test_no_mineclip_features_policy_sees_frames_reward_unchanged(tmp_path):
+    """--no-mineclip-features: the policy's inputs are the frames and the task id (the network
+    of a run without a checkpoint: a CNN, a task embedding, no MineCLIP features), while the
+    rollout's reward equals the one the feature-input run computes from the same frames; the
+    flag is refused without a checkpoint."""
+    import pytest
+
+    mc = mcj.create(mcj.MineCLIPConfig.tiny(), jax.random.PRNGKey(2))
+    mcj.save_checkpoint(mc, tmp_path / "mc")
+    base = dataclasses.replace(
+        ppo.PPOConfig(), task="shear a sheep", reward="mineclip", mineclip_ckpt=str(tmp_path / "mc"),
+        num_envs=2, num_steps=4, num_minibatches=1, update_epochs=1, world_size=32, world_pool=1,
+        max_episode_steps=100, num_devices=1, out=str(tmp_path / "run"),
+    )  # fmt: skip
+    frames_cfg = dataclasses.replace(base, mineclip_features=False)
+    ppo.validate(frames_cfg, frozenset({"mineclip_features"}))
+    L = build.build(frames_cfg).learner
+    params = jax.jit(L.init)(jax.random.PRNGKey(0)).params
+    names = set(params)
+    assert "rgb_cnn" in names and "task_emb" in names, names
+    runner = jax.jit(L.init)(jax.random.PRNGKey(0))
+    assert set(runner.obs) >= {"rgb", "task_id", mineclip_hooks.REWARD_FEATURES_KEY}
+    assert "rgb_feat" not in runner.obs and "prompt" not in runner.obs
+    _, traj, _ = jax.jit(L.rollout)(runner, L.consts)
+    # the reward from the same frames through the feature-input hooks
+    env = L.env
+    hooks, consts, _ = mineclip_hooks.mineclip_hooks(base, env, ("shear a sheep",))
+    feats = jax.jit(hooks.featurize)(
+        consts, {"rgb": traj.obs["rgb"][0], "task_id": jnp.zeros(2, int)}
+    )
+    np.testing.assert_allclose(
+        feats["rgb_feat"], traj.obs[mineclip_hooks.REWARD_FEATURES_KEY][0], rtol=1e-4, atol=1e-5
+    )
+    state = hooks.start(consts, hooks.init(consts, 2, np.zeros(2, int)), feats)
+    rewards = []
+    for t in range(4):
+        nxt = traj.obs["rgb"][t + 1] if t + 1 < 4 else None
+        if nxt is None:
+            break
+        f = jax.jit(hooks.featurize)(consts, {"rgb": nxt, "task_id": jnp.zeros(2, int)})
+        info = {"success": jnp.zeros(2, bool), "dense_reward": jnp.zeros(2)}
+        state, r = hooks.step(consts, state, f, traj.done[t], jnp.zeros(2), info)
+        rewards.append(r)
+    np.testing.assert_allclose(np.stack(rewards), np.asarray(traj.reward)[:3], atol=1e-5)
+    with pytest.raises(ppo.ConfigError, match="--no-mineclip-features|--mineclip-features"):
+        ppo.validate(dataclasses.replace(frames_cfg, mineclip_ckpt=None, reward="manual"),
+                     frozenset({"mineclip_features"}))  # fmt: skip
