@@ -267,7 +267,8 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None):
 
 
 def load_policy(run_dir: str | os.PathLike, step: int | None = None):
-    """A trained run -> (policy_fn, info).
+    """A trained run (its directory, an exported policy's, or a shipped agent's name such as
+    "animal-zoo", `agents.pretrained`) -> (policy_fn, info).
 
     `policy_fn(key, obs_batch, prev_action=None, task_id=None, deterministic=False)` maps a batch
     of raw env observations (the dict the env returns, leading axis B) to env actions (int32
@@ -279,8 +280,17 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     a fresh episode's) and `episode_start [B]` (default: True where `core` is not given), and
     leaves the new carry in `info["last_core"]`: pass it back with the next step.
     """
-    cfg, built, runner = load_run(run_dir, step)
-    params = runner.params
+    from agents import pretrained  # it reads runs through this module
+
+    path = pretrained.shipped_dir(str(run_dir)) or Path(run_dir).expanduser()
+    if pretrained.is_exported(path):  # a shipped agent (or one exported like it)
+        if step is not None:
+            raise ValueError(f"{str(path)!r} holds one exported policy; it has no step {step}")
+        cfg, built, params, card = pretrained.load_exported(path)
+        env_steps, update = card["env_steps"], card["update"]
+    else:
+        cfg, built, runner = load_run(path, step)
+        params, env_steps, update = runner.params, int(runner.env_steps), int(runner.update_step)
     L, env = built.learner, built.env
     dims = L.action_dims
     noop = np.asarray(L.noop_action)
@@ -289,8 +299,8 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
         "task_names": env.task_names,
         "action_dims": dims,
         "noop_action": noop,
-        "env_steps": int(runner.env_steps),
-        "update": int(runner.update_step),
+        "env_steps": env_steps,
+        "update": update,
         "last_policy_action": None,
         "core_size": L.core_size,
         "last_core": None,

@@ -49,7 +49,9 @@ class EvaluateConfig:
     episodes: int = 100  # episodes per task (the paper recommends 100)
     backend: Backend = "voxel"  # embedded JAX world or MineDojo's Java simulator
     num_envs: int = 8  # parallel envs per task
-    policy: str = "random"  # "random" (uniform over the action space) or a PPO run directory
+    policy: str = "random"
+    """"random" (uniform over the action space), a PPO run directory, or the name of an agent
+    shipped with the package (agents.pretrained, e.g. animal-zoo)"""
     seed: int = 0  # seeds env resets and the policy's sampling
     max_steps: int | None = None  # episode step limit; None: each task's own max_steps
     out_dir: Path = Path("eval_results")  # where results.md, results.csv and videos/ go
@@ -274,15 +276,25 @@ def ppo_policy(policy_fn: Callable, info: Mapping, task_id: str, seed: int = 0) 
     return act
 
 
+def policy_path(policy: str) -> Path:
+    """A PPO run directory, an exported policy's, or a shipped agent's name -> its directory."""
+    from agents.pretrained import SHIPPED_POLICIES, shipped_dir
+
+    path = shipped_dir(policy) or Path(policy).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"policy {policy!r} is neither 'random', a shipped agent "
+            f"({', '.join(SHIPPED_POLICIES) or 'none installed'}) nor an existing PPO run directory"
+        )
+    return path
+
+
 def load_ppo_run(policy: str) -> tuple[Callable, Mapping]:
-    """``agents.checkpoints.load_policy`` on a run directory, with errors that say what is wrong."""
+    """``agents.checkpoints.load_policy`` on a run directory or a shipped agent, with errors that
+    say what is wrong."""
     from agents.checkpoints import load_policy
 
-    if not Path(policy).expanduser().exists():
-        raise FileNotFoundError(
-            f"policy {policy!r} is neither 'random' nor an existing PPO run directory"
-        )
-    return load_policy(Path(policy).expanduser())
+    return load_policy(policy_path(policy))
 
 
 POLICY_SHAPE_OPTIONS = ("height", "width", "render")
@@ -299,7 +311,7 @@ def run_env_options(policy: str, backend: str, overrides: Mapping[str, Any]) -> 
 
     if policy == "random":
         return dict(overrides)
-    run_cfg = load_config(Path(policy).expanduser())
+    run_cfg = load_config(policy_path(policy))
     trained = adapters.voxel_env_kwargs(run_cfg)
     if backend != "voxel":
         trained = {k: trained[k] for k in ("height", "width")}
