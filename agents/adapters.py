@@ -105,61 +105,11 @@ def uses_world_state(cfg) -> bool:
     return uses_target_features(cfg) or cfg.critic_time_left
 
 
-def validate_mesh(cfg) -> None:
-    """ConfigError unless the envs split evenly over the mesh's devices (`--num-devices` or all,
-    over every process under --distributed, where a process outside the mesh would hang), and
-    the actor / learner device flags (`agents.devices`; split meshes are checked there)."""
-    from agents import devices
-
-    devices.validate(cfg)
-    if not devices.counts(cfg)[2]:
-        return
-    ndev = cfg.num_devices or len(jax.devices())
-    if ndev > len(jax.devices()):
-        raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")
-    procs = jax.process_count()
-    if procs > 1 and ndev != len(jax.devices()):  # a process outside the mesh would hang
-        raise ConfigError(f"--num-devices {ndev} under --distributed: the mesh spans all "
-                          f"{len(jax.devices())} devices of the {procs} processes; drop it")  # fmt: skip
-    if cfg.num_envs % ndev:
-        raise ConfigError(
-            f"--num-envs {cfg.num_envs} must be a multiple of the {ndev} devices in the mesh "
-            + (f"({procs} processes x {jax.local_device_count()} devices: each process steps an "
-               "equal share)" if procs > 1 else "(or pass --num-devices)")
-        )  # fmt: skip
-
-
-def validate_reward(cfg) -> None:
-    """ConfigError for reward flags that cannot work (before anything is built)."""
-    if cfg.mineclip_negatives and cfg.reward != "mineclip":
-        raise ConfigError(f"--mineclip-negatives shapes the MineCLIP reward; with --reward "
-                          f"{cfg.reward} it would do nothing: drop it or pass --reward mineclip")  # fmt: skip
-    if any(not n.strip() for n in cfg.mineclip_negatives):
-        raise ConfigError("--mineclip-negatives holds an empty prompt: give each negative as text")
-
-
 def validate_tasks(cfg, stages) -> None:
     """ConfigError for tasks, rewards and backends that cannot go together (before any env is
-    built): unknown tasks, cartpole mixed with others, MineCLIP without a checkpoint or frames,
-    a stage mixing Creative and programmatic tasks, what the backend cannot run."""
-    from pathlib import Path
-
-    from mineclip_jax.checkpoint import SHIPPED
-
-    if cfg.reward == "mineclip" and not cfg.mineclip_ckpt:
-        raise ConfigError("--reward mineclip needs --mineclip-ckpt PATH (mini: the shipped model; or "
-                          "attn.pth, avg.pth, a native checkpoint dir); without one use --reward "
-                          "manual or sparse")  # fmt: skip
-    if (
-        cfg.mineclip_ckpt
-        and cfg.mineclip_ckpt not in SHIPPED
-        and not Path(cfg.mineclip_ckpt).expanduser().exists()
-    ):
-        raise ConfigError(
-            f"--mineclip-ckpt {cfg.mineclip_ckpt!r} does not exist; use a shipped model "
-            f"({', '.join(SHIPPED)}), or download attn.pth from the MineCLIP release (or convert "
-            "one with mineclip_jax.convert) and pass its path"
-        )
+    built): unknown tasks, cartpole mixed with others, MineCLIP without frames, a stage mixing
+    Creative and programmatic tasks, what the backend cannot run. The flags each section checks
+    alone (`agents.config`) are checked before."""
     validate_backend(cfg, stages)
     if any(t == "cartpole" for s in stages for t in s):
         if any(t != "cartpole" for s in stages for t in s) or any(len(s) > 1 for s in stages):
@@ -187,14 +137,6 @@ def validate_backend(cfg, stages) -> None:
         raise ConfigError(f"--privileged-critic / --privileged-policy / --aux-coef / "
                           f"--critic-time-left read the embedded world's state, which {flag} "
                           f"does not expose; use --backend jax or turn them off")  # fmt: skip
-    if cfg.bridge_envs_per_worker < 1:
-        raise ConfigError(
-            f"--bridge-envs-per-worker must be >= 1, got {cfg.bridge_envs_per_worker}"
-        )
-    if cfg.bridge_timeout_s is not None and cfg.bridge_timeout_s <= 0:
-        raise ConfigError(f"--bridge-timeout-s must be positive, got {cfg.bridge_timeout_s}")
-    if cfg.bridge_max_restarts < 0:
-        raise ConfigError(f"--bridge-max-restarts must be >= 0, got {cfg.bridge_max_restarts}")
     if cfg.backend != "minedojo":
         return
     if any(len(s) > 1 for s in stages):
@@ -202,9 +144,6 @@ def validate_backend(cfg, stages) -> None:
             "--backend minedojo runs one task per stage (every env runs it); give one --task, "
             "or a curriculum with --stages 'task a;task b'"
         )
-    if cfg.bridge_envs_per_worker != 1:
-        raise ConfigError("--bridge-envs-per-worker is for --backend process; MineDojo runs one "
-                          "Minecraft per worker")  # fmt: skip
     if cfg.minedojo_port is not None:
         if cfg.num_envs != 1:
             raise ConfigError(

@@ -47,6 +47,8 @@ class DeviceConfig:
     """local devices of the PPO update and SI phase (default: 1 on a CPU with several devices, else every device: the same mesh)"""
     cpu_cores: int | None = None
     """run this process on the first N cores of its CPU mask, like `taskset` (default: all); 1 speeds up CartPole-sized learners on small CPUs (no XLA thread hand-offs) and keeps side-by-side runs apart"""
+    num_devices: int | None = None
+    """devices of ONE data-parallel mesh for both the rollout and the update (default: see --actor-devices / --learner-devices)"""
 
 
 def wants_every_core(cfg) -> bool:
@@ -134,7 +136,11 @@ def meshes(cfg):
 
 
 def validate(cfg) -> None:
-    """ConfigError (naming the flag and the fix) for device flags that cannot work."""
+    """ConfigError (naming the flag and the fix) for device flags that cannot work, and unless
+    the envs split evenly over the devices: over the one mesh (`--num-devices` or all, over
+    every process under --distributed, where a process outside the mesh would hang), or over
+    the actor and the learner devices each. `cfg`: these fields, `num_envs` and `distributed`
+    (an `agents.ppo.PPOConfig`)."""
     import jax
 
     from agents.errors import ConfigError
@@ -142,7 +148,7 @@ def validate(cfg) -> None:
     given = {f: getattr(cfg, f) for f in ("actor_devices", "learner_devices")}
     given = {f"--{k.replace('_', '-')}": v for k, v in given.items() if v is not None}
     if not given:
-        return
+        return _validate_one_mesh(cfg)
     for flag, v in given.items():
         if v < 1:
             raise ConfigError(f"{flag} must be >= 1, got {v}")
@@ -170,3 +176,26 @@ def validate(cfg) -> None:
                 f"an equal share of the envs); pass --num-envs a multiple of {v} (e.g. "
                 f"{-(-cfg.num_envs // v) * v}) or {flag} one of {fits}"
             )
+    _validate_one_mesh(cfg)
+
+
+def _validate_one_mesh(cfg) -> None:
+    import jax
+
+    from agents.errors import ConfigError
+
+    if not counts(cfg)[2]:
+        return
+    ndev = cfg.num_devices or len(jax.devices())
+    if ndev > len(jax.devices()):
+        raise ConfigError(f"--num-devices {ndev} but only {len(jax.devices())} devices exist")
+    procs = jax.process_count()
+    if procs > 1 and ndev != len(jax.devices()):  # a process outside the mesh would hang
+        raise ConfigError(f"--num-devices {ndev} under --distributed: the mesh spans all "
+                          f"{len(jax.devices())} devices of the {procs} processes; drop it")  # fmt: skip
+    if cfg.num_envs % ndev:
+        raise ConfigError(
+            f"--num-envs {cfg.num_envs} must be a multiple of the {ndev} devices in the mesh "
+            + (f"({procs} processes x {jax.local_device_count()} devices: each process steps an "
+               "equal share)" if procs > 1 else "(or pass --num-devices)")
+        )  # fmt: skip

@@ -22,179 +22,36 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Literal
 
 from agents import checkpoints, devices
 from agents import train as loop
 from agents.adapters import ConfigError, task_specs
 from agents.checkpoints import CONFIG_FILE, NonFiniteError
+from agents.config import (
+    EnvConfig,
+    HyperConfig,
+    ModelConfig,
+    RewardConfig,
+    RunConfig,
+    ShapeConfig,
+    resumable_fields,
+    section,
+)
 from mineclip_jax.distributed import DistributedConfig, DistributedError, fail_fast, initialize
 from mineclip_jax.run_lock import RunLockedError
 
 
+# The fields are those of the sections (agents.config), inherited: flat on the command line and in
+# `PPOConfig(num_envs=...)`, `section(cfg, HyperConfig)` takes one out. The help lists them
+# section by section (a dataclass puts the fields of its last base first).
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(devices.DeviceConfig, DistributedConfig):
+class PPOConfig(DistributedConfig, devices.DeviceConfig, HyperConfig, ShapeConfig, ModelConfig,
+                RewardConfig, EnvConfig, RunConfig):  # fmt: skip
     """PPO + self-imitation for MineDojo tasks (paper Sec. 4.2, App. F-G).
 
     Run: python -m agents.ppo --task "hunt a cow" --reward manual --out runs/hunt_cow
     """
 
-    task: str = "combat a zombie"
-    """task id or prompt, several separated by commas (one per env, round robin), a group (animal_zoo, mob_combat), or cartpole"""
-    reward: Literal["mineclip", "manual", "sparse"] = "manual"
-    """training reward: MineCLIP (needs --mineclip-ckpt), the task's manual dense reward, or success only; success bonus added to all"""
-    mineclip_ckpt: str | None = None
-    """MineCLIP checkpoint: mini (shipped with the package, 48x64 frames), attn.pth / avg.pth or a native dir; frozen image features for the policy and, with --reward mineclip, the reward"""
-    mineclip_reward: Literal["direct", "delta"] = "direct"
-    """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
-    mineclip_negatives: tuple[str, ...] = ()
-    """prompts added to the paper's 12 as the MineCLIP reward's negatives (e.g. "walk around"): P_goal competes with them too and chance level becomes 1/(12 + k)"""
-    mineclip_features: bool = True
-    """with --mineclip-ckpt: the policy's image input is MineCLIP's frozen frame features (the paper's MineAgent); off (--no-mineclip-features): the frames through --cnn, the same network as without a checkpoint, and MineCLIP gives only the reward"""
-    success_bonus: float | None = None
-    """reward added on the step a programmatic task succeeds (never on Creative tasks); default: the rule max(10, r_max / (1 - gamma)), r_max the most one step of the dense reward can pay, so no stream outbids success (agents.adapters.success_bonus)"""
-    stages: str = ""
-    """multi-stage training: task lists separated by ';' trained in turn (SI buffer kept, policy head reset); overrides --task"""
-    num_envs: int = 16
-    """parallel environments (a multiple of the device count and of --num-minibatches)"""
-    num_steps: int = 64
-    """rollout length per env per update"""
-    total_steps: int = 65_536
-    """env steps per stage"""
-    seed: int = 0
-    """random seed (params, envs, sampling), 0 .. 2**31 - 1"""
-    seeds: int = 1
-    """train seeds --seed .. --seed + K - 1 in one compiled program (--backend jax; OUT/seed<s>/ per seed)"""
-    preset: Literal["none", "paper"] = "none"
-    """paper: the paper's recipe (docs/agents.md): smoothing on, uniform initial policy, paper-size agent, each task's episode length, whole-episode SI; a flag given with it that it would change is refused"""
-    out: str = "runs/ppo"
-    """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos (on the command line without --out and --resume, a taken runs/ppo gives runs/ppo-YYYYmmdd-HHMMSS, so a rerun starts a new run)"""
-    resume: bool = False
-    """continue the run in --out from its latest checkpoint (its saved config is used)"""
-    lr: float = 3e-4
-    """Adam learning rate of the PPO phase"""
-    anneal_lr: bool = True
-    """linearly anneal the PPO learning rate (to --lr-final-frac of --lr)"""
-    lr_final_frac: float = 0.1
-    """with --anneal-lr, the fraction of --lr the schedule ends at (0: the paper's anneal to zero; above 0 a short run keeps learning to its last update)"""
-    norm_returns: bool = True
-    """the critic learns value targets scaled by their running mean and std, so its gradient on the shared trunk does not grow with the reward's scale (GAE stays in reward units)"""
-    critic_time_left: bool = False
-    """embedded world: the critic also sees the fraction of the episode's step limit left, so a time-limit truncation is in its view (not the policy's)"""
-    gamma: float = 0.99
-    """discount"""
-    gae_lambda: float = 0.95
-    """GAE lambda"""
-    clip_eps: float = 0.2
-    """PPO ratio clip"""
-    vf_clip: float | None = None
-    """value clip range (None: unclipped value loss)"""
-    ent_coef: float = 0.01
-    """entropy bonus coefficient (with --action-prior balanced: of KL(policy || prior), the bonus measured against the prior)"""
-    vf_coef: float = 0.5
-    """value loss coefficient"""
-    smooth_coef: float = 0.0
-    """action-smoothing KL coefficient (paper App. G.3; 0 disables)"""
-    smooth_window: int = 4
-    """action-smoothing sliding window |W| (steps)"""
-    max_grad_norm: float = 0.5
-    """global gradient-norm clip"""
-    update_epochs: int = 4
-    """PPO epochs per update"""
-    num_minibatches: int = 4
-    """minibatches per epoch (each a set of whole envs)"""
-    norm_adv: bool = True
-    """normalise advantages per minibatch"""
-    si_every: int = 4
-    """PPO updates between self-imitation phases (0 disables SI)"""
-    si_steps: int = 4
-    """gradient steps per SI phase"""
-    si_batch: int = 4
-    """trajectories per SI gradient step"""
-    si_capacity: int = 32
-    """trajectories kept in the SI buffer"""
-    si_max_len: int = 128
-    """steps kept per SI trajectory (longer episodes keep their last steps, the ones that led to the outcome)"""
-    si_lr: float = 1e-4
-    """Adam learning rate of the SI phase"""
-    si_unsuccessful_weight: float = 0.5
-    """sampling weight of the best unsuccessful trajectory (successful ones weigh 1)"""
-    si_min_return: float = 0.0
-    """unsuccessful episodes need a return above this to enter the SI buffer"""
-    si_balance_tasks: bool = True
-    """give every task the same SI sampling mass (multi-task replay balancing)"""
-    privileged_critic: bool = False
-    """embedded world: the critic also sees simulator features of the task's target (direction, distance, reach, fleeing; envs.voxel.target_features); the policy still sees only MineDojo's observations"""
-    privileged_policy: bool = False
-    """embedded world, ablation: the policy itself also sees those target features (oracle perception; such a policy cannot act without them)"""
-    aux_coef: float = 0.0
-    """weight of an auxiliary loss in which the policy's own features predict whether the target is in the frame, where and how far (embedded world; 0: off)"""
-    action_space: Literal["compact", "combo", "multidiscrete"] = "combo"
-    """policy head: the paper's 89 compact actions, 22 'combo' actions (a step moves and attacks or uses at once: {noop, forward, forward+jump, back, left, right} x {noop, attack, use} and four 15-degree turns; uniform initial policy), or MineDojo's first 6 MultiDiscrete components (factorised)"""
-    action_prior: Literal["uniform", "balanced"] = "balanced"
-    """initial policy over the compact actions: uniform over all 89 (72 tilt the view, so a fresh agent mostly stares at sky or ground) or a quarter each to level turns, tilting turns, movement and use/attack"""
-    cnn: Literal["impala", "nature", "patch"] = "patch"
-    """image encoder without MineCLIP: IMPALA residual CNN, the strided DQN CNN (about 4x cheaper to train on a CPU), or patch convolutions written as matrix products (4x4 then 2x2 patches; the cheapest on a CPU)"""
-    agent_size: Literal["small", "paper"] = "small"
-    """MineAgent widths: small (fast on CPU) or the paper's (fusion 512, actor 256x3)"""
-    core_size: int = 128
-    """GRU units of a recurrent core between the fused features and the heads (memory across steps; recurrent PPO over whole env sequences); 0: memoryless, as the paper's agent"""
-    image_size: tuple[int, int] = (48, 64)
-    """embedded world rgb height, width without MineCLIP (with --mineclip-ckpt the checkpoint's frame size: 48x64 for mini, 160x256 for attn.pth / avg.pth)"""
-    world_size: int = 32
-    """embedded world extent in blocks (x and z)"""
-    world_pool: int = 8
-    """pre-generated worlds resets draw from"""
-    render: bool = True
-    """render rgb frames (off: much faster; the policy sees compass, gps, voxels; no videos)"""
-    max_episode_steps: int | None = 200
-    """embedded world episode limit in game ticks (an env step is --action-repeat ticks; None: each task's own)"""
-    action_repeat: int = 1
-    """embedded world game ticks per env step (camera turn and one-shot actions on the first tick, movement and attack held, one frame rendered)"""
-    backend: Literal["jax", "process", "minedojo"] = "jax"
-    """rollouts: jax (embedded world in a lax.scan on device), process (embedded world, one env per bridge worker process, host-stepped) or minedojo (MineDojo's Java simulator via the bridge, frames at --image-size, 160x256 with MineCLIP)"""
-    bridge_envs_per_worker: int = 1
-    """--backend process: envs hosted (stepped in turn) by one worker process"""
-    bridge_timeout_s: float | None = None
-    """host-stepped backends: deadline of one env step in seconds, past it the worker is restarted and the episode truncated (default: 60 process, 120 minedojo)"""
-    bridge_max_restarts: int = 3
-    """host-stepped backends: consecutive failures of one worker tolerated before the run stops"""
-    minedojo_jar: str | None = None
-    """--backend minedojo: prebuilt MalmoMod-0.37.0-fat.jar (default: $MINECLIP_MALMO_JAR; docs/bridge.md)"""
-    minedojo_java: str | None = None
-    """--backend minedojo: Java 8 executable (default: $JAVA_HOME/bin/java, then PATH)"""
-    minedojo_run_template: str | None = None
-    """--backend minedojo: MineDojo's Malmo/Minecraft/run dir copied per instance (default: $MINECLIP_MALMO_RUN_TEMPLATE)"""
-    minedojo_headless: bool | None = None
-    """--backend minedojo: run Minecraft under xvfb-run (default: when $DISPLAY is unset)"""
-    minedojo_port: int | None = None
-    """--backend minedojo: connect to a Malmo server already listening on this port instead of launching Minecraft (--num-envs 1)"""
-    num_devices: int | None = None
-    """devices of ONE data-parallel mesh for both the rollout and the update (default: see --actor-devices / --learner-devices)"""
-    unroll: bool | None = None
-    """unroll the epoch/minibatch scans (default: on CPU with a CNN, avoiding jax-ml/jax#12868)"""
-    log_every: int = 1
-    """updates between console/TensorBoard logs"""
-    checkpoint_every: int = 20
-    """updates between checkpoints (the last update is always saved)"""
-    video_every: int = 0
-    """updates between MP4 episode videos (0: only at the end; -1: never)"""
-    video_length: int = 100
-    """steps per video"""
-    progress: bool = True
-    """show the console progress bar"""
-    final_eval_episodes: int = 100
-    """at the end, the untrained (initial) and the trained policy play the same N episodes per task, actions sampled (agents.evaluate's default); success rates (95% Wilson intervals) and mean returns printed and in summary.json (--backend jax; 0: off)"""
-    time_limit_min: float = 0.0
-    """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
-    compile_cache: str = "~/.cache/mineclip_jax/xla"
-    """persistent XLA compilation cache directory, reused by later runs ('' disables; the default is $MINECLIP_JAX_COMPILE_CACHE when set, mineclip_jax.compile_cache)"""
-
-
-# Flags a `--resume` may change (budget, logging, a process's address); the rest is the saved run's.
-RESUME_OVERRIDES = ("total_steps", "progress", "log_every", "checkpoint_every", "video_every",
-                    "video_length", "compile_cache", "time_limit_min", "coordinator", "process_id",
-                    "init_timeout_s", "final_eval_episodes")  # fmt: skip
 
 # `--preset paper` (the paper's Table A.4 is lost, so the smoothing weight is ours; docs/agents.md)
 PAPER_PRESET = dict(smooth_coef=0.01, action_prior="uniform", agent_size="paper",
@@ -254,56 +111,36 @@ def unused_flags(cfg: PPOConfig, given: frozenset[str]) -> None:
                               f"nothing; drop {'it' if one else 'them'} or pass {fix}")  # fmt: skip
 
 
+SECTIONS = (RunConfig, EnvConfig, RewardConfig, ModelConfig, ShapeConfig, HyperConfig)
+"""The sections that check their own flags (`validate`); the device and distributed flags are
+checked by `agents.devices.validate` and `mineclip_jax.distributed.initialize`."""
+
+
 def validate(cfg: PPOConfig, given: frozenset[str] | None = None) -> None:
     """Raise ConfigError for flags that cannot work, before anything is built or written, and
-    for `given` flags (the CLI's) that would do nothing (`unused_flags`)."""
+    for `given` flags (the CLI's) that would do nothing (`unused_flags`): each section's own
+    rules, then those across sections (the seed range, --seeds, the envs over the devices, the
+    tasks with the backend and the reward)."""
     if given is not None:
         unused_flags(cfg, given)
-    for name in ("num_envs", "num_steps", "total_steps", "update_epochs", "num_minibatches",
-                 "seeds"):  # fmt: skip
-        if getattr(cfg, name) <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")  # fmt: skip
+    for cls in SECTIONS:
+        section(cfg, cls).validate()
     if not 0 <= cfg.seed <= MAX_SEED - cfg.seeds + 1:
         raise ConfigError(f"--seed must be in 0 .. {MAX_SEED - cfg.seeds + 1} (with --seeds "
                           f"{cfg.seeds}), got {cfg.seed}")  # fmt: skip
-    if cfg.num_envs % cfg.num_minibatches:
-        raise ConfigError(
-            f"--num-envs {cfg.num_envs} must be divisible by --num-minibatches "
-            f"{cfg.num_minibatches} (minibatches are sets of whole envs)"
-        )
-    loop.adapters.validate_mesh(cfg)
-    per_update = cfg.num_envs * cfg.num_steps
-    if cfg.total_steps % per_update:
-        lo, hi = cfg.total_steps // per_update * per_update, -(-cfg.total_steps // per_update) * per_update  # fmt: skip
-        raise ConfigError(
-            f"--total-steps {cfg.total_steps} is not a whole number of updates of --num-envs "
-            f"{cfg.num_envs} x --num-steps {cfg.num_steps} = {per_update} env steps; pass "
-            + (f"--total-steps {lo} or {hi}" if lo else f"--total-steps {hi}")
-        )
-    off = " (0 turns the final evaluation off)"
-    for name, low, hint in (("smooth_window", 1, ""), ("aux_coef", 0, ""), ("core_size", 0, " (0: memoryless)"),
-                            ("final_eval_episodes", 0, off)):  # fmt: skip
-        if getattr(cfg, name) < low:
-            raise ConfigError(f"--{name.replace('_', '-')} must be >= {low}{hint}, got {getattr(cfg, name)}")  # fmt: skip
-    if not 0.0 <= cfg.lr_final_frac <= 1.0:
-        raise ConfigError(f"--lr-final-frac must be in [0, 1] (a fraction of --lr), got "
-                          f"{cfg.lr_final_frac}")  # fmt: skip
-    if cfg.success_bonus is not None and cfg.success_bonus < 0:
-        raise ConfigError(f"--success-bonus must be >= 0, got {cfg.success_bonus}")
-    if cfg.si_every > 0 and (cfg.si_capacity <= 0 or cfg.si_max_len <= 0 or cfg.si_batch <= 0):
-        raise ConfigError("--si-capacity, --si-max-len and --si-batch must be positive with SI on")
     if cfg.seeds > 1 and cfg.backend != "jax":
         raise ConfigError(f"--seeds {cfg.seeds} runs the seeds in one program on --backend jax; "
                           f"with --backend {cfg.backend} train one seed per run")  # fmt: skip
-    loop.adapters.validate_reward(cfg)
+    devices.validate(cfg)
     loop.adapters.validate_tasks(cfg, stage_tasks(cfg))
 
 
 def resume_config(cfg: PPOConfig, given: frozenset[str] | None = None) -> PPOConfig:
-    """The saved config of `cfg.out`, with the flags of `RESUME_OVERRIDES` that `cfg` changes
-    from the saved run; any other changed flag is refused. `given`: the fields the user set (the
-    CLI's flags, `given_flags`), each taken as set whatever its value (`--time-limit-min 0` lifts
-    a saved limit); None (a Python caller): the fields that differ from the defaults."""
+    """The saved config of `cfg.out`, with the resumable flags (`agents.config.resumable`) that
+    `cfg` changes from the saved run; any other changed flag is refused. `given`: the fields the
+    user set (the CLI's flags, `given_flags`), each taken as set whatever its value
+    (`--time-limit-min 0` lifts a saved limit); None (a Python caller): the fields that differ
+    from the defaults."""
     run_dir = Path(cfg.out).expanduser()
     if not (run_dir / CONFIG_FILE).exists():
         raise ConfigError(f"--resume: no run in {str(run_dir)!r} (no {CONFIG_FILE}); drop "
@@ -312,7 +149,8 @@ def resume_config(cfg: PPOConfig, given: frozenset[str] | None = None) -> PPOCon
         saved = checkpoints.load_config(run_dir, PPOConfig)
     except ValueError as e:
         raise ConfigError(f"--resume: {e}") from None
-    over = checkpoints.resume_overrides(saved, cfg, PPOConfig(), RESUME_OVERRIDES, given)
+    allowed = resumable_fields(PPOConfig)
+    over = checkpoints.resume_overrides(saved, cfg, PPOConfig(), allowed, given)
     return dataclasses.replace(saved, **over, out=cfg.out, resume=True, progress=cfg.progress)
 
 

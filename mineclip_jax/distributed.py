@@ -35,17 +35,19 @@ class DistributedError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class DistributedConfig:
-    """How this process joins a multi-process run (all fields unused without --distributed)."""
+    """How this process joins a multi-process run (all fields unused without --distributed).
+    Marked `resumable` (field metadata, as `agents.config.resumable`): what a relaunch of the
+    same run may change (a new address, another process order, a longer wait)."""
 
     distributed: bool = False
     """join a multi-process run via jax.distributed (SLURM, TPU pods, Open MPI are detected; elsewhere give --coordinator, --num-processes and --process-id)"""
-    coordinator: str | None = None
+    coordinator: str | None = dataclasses.field(default=None, metadata={"resumable": True})
     """HOST:PORT where process 0 serves the coordination service (explicit launch)"""
     num_processes: int | None = None
     """processes in the run, one per host (explicit launch)"""
-    process_id: int | None = None
+    process_id: int | None = dataclasses.field(default=None, metadata={"resumable": True})
     """this process's index in [0, num_processes) (explicit launch)"""
-    init_timeout_s: int = 300
+    init_timeout_s: int = dataclasses.field(default=300, metadata={"resumable": True})
     """seconds to wait for the coordinator and for every process to join"""
     heartbeat_timeout_s: int = 100
     """seconds without a heartbeat after which a process counts as dead and the others are stopped (a process that fails stops at once; the rest within this time)"""
