@@ -4,8 +4,10 @@
 reward choice (`agents.adapters`).
 
 `build` is cached per static configuration (shapes, branches, env, seed) and ignores the run's
-bookkeeping fields and its traced hyper-parameters (`agents.learner.HYPER_FIELDS`): two runs in
-one process that differ only in, say, `ent_coef` share one compiled learner.
+bookkeeping (`agents.config.RunConfig`) and the values of its traced hyper-parameters
+(`agents.config.HyperConfig`): two runs in one process that differ only in, say, `ent_coef` share
+one compiled learner. The learner and the host driver get their sections (`LearnerConfig`,
+`HyperParams`), not the CLI's config.
 """
 
 from __future__ import annotations
@@ -17,29 +19,26 @@ import numpy as np
 
 from agents import adapters, devices, networks, sebulba
 from agents import learner as lrn
+from agents.config import HyperConfig, RunConfig, field_names
 from agents.mineclip_hooks import host_mineclip_hooks, mineclip_hooks
-
-RUN_FIELDS = ("task", "stages", "out", "resume", "progress", "log_every", "checkpoint_every",
-              "video_every", "video_length", "compile_cache", "seeds", "preset",
-              "final_eval_episodes")  # fmt: skip
-"""Config fields that never change what is built (run directory, logging, the task list, which
-`build` takes separately, and the number of seeds, which stacks identical runs)."""
 
 
 def static_key(cfg) -> tuple:
-    """What `build` depends on: every field but `RUN_FIELDS`, hyper-parameters reduced to
-    whether their term is on (`vf_clip` given, `smooth_coef` / `aux_coef` > 0)."""
-    hyper = set(lrn.HYPER_FIELDS)
-    out = []
-    for f in dataclasses.fields(cfg):
-        if f.name in RUN_FIELDS:
-            continue
-        v = getattr(cfg, f.name)
-        if f.name in hyper:
-            v = ("on", v is not None and v != 0) if f.name in ("vf_clip", "smooth_coef",
-                                                              "aux_coef") else None  # fmt: skip
-        out.append((f.name, tuple(v) if isinstance(v, list) else v))
-    return tuple(out)
+    """What `build` depends on: every field outside the run's bookkeeping (`RunConfig`: the run
+    directory, logging, the task list, which `build` takes separately, the number of seeds,
+    which stacks identical runs) and the hyper-parameters (`HyperConfig`), which enter only as
+    far as the compiled `LearnerConfig` holds them: whether a term is on."""
+    skip = field_names(RunConfig) | field_names(HyperConfig)
+    fields = tuple(
+        (f.name, _hashable(getattr(cfg, f.name)))
+        for f in dataclasses.fields(cfg)
+        if f.name not in skip
+    )
+    return fields, lrn.LearnerConfig.from_config(cfg)
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
 
 
 def build_network(cfg, env: lrn.JaxEnv):
@@ -124,14 +123,18 @@ def _build(cfg, tasks: tuple[str, ...]) -> Built:
             prompts = tuple(s.prompt for s in adapters.task_specs(tasks))
             hooks, consts, mc = mineclip_hooks(cfg, env, prompts)
     network = build_network(cfg, env)
-    lcfg = dataclasses.replace(
-        lrn.LearnerConfig.from_config(cfg),
-        unroll=_unroll(cfg, cnn=not cartpole and not (cfg.mineclip_ckpt and cfg.mineclip_features)),
-    )
+    # a run saved before --no-mineclip-features existed fed the policy MineCLIP's features
+    features = cfg.mineclip_ckpt and getattr(cfg, "mineclip_features", True)
     actor_mesh, mesh = devices.meshes(cfg)
-    learner = lrn.Learner(lcfg, env, network, mesh, hooks=hooks, consts=consts,
-                          actor_mesh=actor_mesh, hp=lrn.HyperParams.from_config(cfg))  # fmt: skip
+    learner = lrn.Learner(learner_config(cfg, cnn=not cartpole and not features), env, network,
+                          mesh, hooks=hooks, consts=consts, actor_mesh=actor_mesh,
+                          hp=lrn.HyperParams.from_config(cfg))  # fmt: skip
     return Built(learner, env, mc)
+
+
+def learner_config(cfg, cnn: bool) -> lrn.LearnerConfig:
+    """The learner's static config of `cfg`, its scans unrolled as `_unroll` says."""
+    return dataclasses.replace(lrn.LearnerConfig.from_config(cfg), unroll=_unroll(cfg, cnn))
 
 
 def build_host_driver(cfg, tasks: tuple[str, ...], vec_env) -> sebulba.HostDriver:
@@ -151,8 +154,8 @@ def build_host_driver(cfg, tasks: tuple[str, ...], vec_env) -> sebulba.HostDrive
     hooks, consts = host_mineclip_hooks(cfg, tasks)[:2] if use_mc else (None, None)
     actor_mesh, mesh = devices.meshes(cfg)  # per-step inference on the actors' devices
     return sebulba.HostDriver(
-        dataclasses.replace(cfg, unroll=_unroll(cfg, cnn=not use_mc)), vec_env, net,
-        action_dims=dims, policy_obs=adapters.host_policy_obs(cfg),
+        learner_config(cfg, cnn=not use_mc), vec_env, net, hp=lrn.HyperParams.from_config(cfg),
+        si_every=cfg.si_every, action_dims=dims, policy_obs=adapters.host_policy_obs(cfg),
         to_env_action=adapters.to_env_action_fn(cfg.action_space, np),
         reward_fn=adapters.host_reward_fn(cfg, tasks), success_fn=adapters.host_success_fn,
         mesh=mesh, actor_mesh=actor_mesh, task_ids=np.arange(n) % len(names),

@@ -1,6 +1,6 @@
 """The jitted, data-parallel PPO + self-imitation learner (Anakin driver over a JAX env).
 
-purejaxrl structure, `Learner(cfg, env, network)` holds pure functions of (runner, hp):
+purejaxrl structure, `Learner(static, env, network, hp=hp)` holds pure functions of (runner, hp):
 
     init(key) -> Runner                          # params, Adam states, env states, SI buffer ...
     iteration(runner, hp) -> (runner, metrics)   # rollout (lax.scan over time, vmapped env) +
@@ -10,7 +10,9 @@ purejaxrl structure, `Learner(cfg, env, network)` holds pure functions of (runne
 
 The config is split: `LearnerConfig` (static, hashable: everything that sets a shape or a
 branch) is compiled in; `HyperParams` (a pytree of float32 scalars: learning rates, gamma,
-lambda, clips, loss coefficients) is a jit argument, so changing one reuses the program.
+lambda, clips, loss coefficients) is a jit argument, so changing one reuses the program. Both
+come from the CLI's sections (`agents.config.ShapeConfig`, `HyperConfig`) through `from_config`;
+the learner never sees the rest of the CLI's config.
 `iteration(..., seeds=True)` runs a runner stacked over a leading seed axis (K independent
 seeds, vmapped, in one program).
 
@@ -50,6 +52,7 @@ from jax.sharding import PartitionSpec as P
 
 from agents import episodes, losses
 from agents import self_imitation as si
+from agents.config import ShapeConfig
 
 
 def core_size(network: nn.Module) -> int:
@@ -144,9 +147,14 @@ class LearnerConfig:
     unroll: bool = False
     norm_returns: bool = False  # the critic learns value targets scaled by their running std
 
+    def __post_init__(self):
+        ShapeConfig.check_minibatches(self.num_envs, self.num_minibatches)
+
     @classmethod
     def from_config(cls, cfg) -> LearnerConfig:
-        """From any config carrying the PPO fields (e.g. `agents.ppo.PPOConfig`)."""
+        """From the learner's shapes and which hyper-parameter terms are on: any config with the
+        fields of `agents.config.ShapeConfig` and `HyperConfig` (an `agents.ppo.PPOConfig`, or a
+        saved run's config, whose fields added since keep their old meaning)."""
         steps_per_update = cfg.num_envs * cfg.num_steps
         return cls(
             num_envs=cfg.num_envs, num_steps=cfg.num_steps,
@@ -162,16 +170,12 @@ class LearnerConfig:
         )  # fmt: skip
 
 
-HYPER_FIELDS = ("lr", "si_lr", "gamma", "gae_lambda", "clip_eps", "vf_clip", "ent_coef",
-                "vf_coef", "smooth_coef", "max_grad_norm", "aux_coef",
-                "si_unsuccessful_weight", "si_min_return", "lr_final_frac")  # fmt: skip
-
-
 @struct.dataclass
 class HyperParams:
     """The learner's traced hyper-parameters (float32 scalars, a jit argument): changing one
     between runs reuses the compiled update. Whether a term is on at all (`vf_clip` given,
-    `smooth_coef` or `aux_coef` > 0) is static (`LearnerConfig`)."""
+    `smooth_coef` or `aux_coef` > 0) is static (`LearnerConfig`). The fields are those of the
+    CLI's section `agents.config.HyperConfig` (a test keeps them equal)."""
 
     lr: jax.Array
     si_lr: jax.Array
@@ -190,11 +194,14 @@ class HyperParams:
 
     @classmethod
     def from_config(cls, cfg) -> HyperParams:
+        """From any config with these fields (`agents.config.HyperConfig`, an
+        `agents.ppo.PPOConfig`); None (no `vf_clip`) and a field a saved run lacks read 0."""
+
         def value(name):
             v = getattr(cfg, name, 0.0)
             return jnp.asarray(0.0 if v is None else v, jnp.float32)
 
-        return cls(**{name: value(name) for name in HYPER_FIELDS})
+        return cls(**{f.name: value(f.name) for f in dataclasses.fields(cls)})
 
 
 def adam_init(params):
@@ -340,19 +347,20 @@ def transition_shardings(traj: Transition, mesh: Mesh):
 class Learner:
     """Holds the jitted functions for one (static config, env, network, mesh).
 
-    `cfg` is any config with the PPO fields (e.g. `agents.ppo.PPOConfig`, or a `LearnerConfig`
-    plus `hp`): it is split at once into `static` (shapes, branches: compiled in) and `hp` (the
-    default `HyperParams`; every entry point also takes its own `hp`, a jit argument)."""
+    `cfg` is the `LearnerConfig` (shapes, branches: compiled in) and `hp` the default
+    `HyperParams` (every entry point also takes its own `hp`, a jit argument); from a CLI
+    config: `LearnerConfig.from_config(cfg)`, `HyperParams.from_config(cfg)`."""
 
-    def __init__(self, cfg, env: JaxEnv | None, network: nn.Module, mesh: Mesh | None = None,
-                 hooks: RewardHooks | None = None, consts=None, actor_mesh: Mesh | None = None,
-                 action_dims: tuple[int, ...] | None = None,
+    def __init__(self, cfg: LearnerConfig, env: JaxEnv | None, network: nn.Module,
+                 mesh: Mesh | None = None, hooks: RewardHooks | None = None, consts=None,
+                 actor_mesh: Mesh | None = None, action_dims: tuple[int, ...] | None = None,
                  num_tasks: int | None = None, hp: HyperParams | None = None,
                  noop_action: tuple[int, ...] | None = None):  # fmt: skip
-        if isinstance(cfg, LearnerConfig) and hp is None:
-            raise ValueError("Learner(LearnerConfig, ...) needs hp=HyperParams(...) as well")
-        self.static = cfg if isinstance(cfg, LearnerConfig) else LearnerConfig.from_config(cfg)
-        self.hp = hp if hp is not None else HyperParams.from_config(cfg)
+        if not isinstance(cfg, LearnerConfig) or hp is None:
+            raise TypeError("Learner(LearnerConfig, ..., hp=HyperParams(...)); from a config "
+                            "with the CLI's fields: LearnerConfig.from_config(cfg) and "
+                            "hp=HyperParams.from_config(cfg)")  # fmt: skip
+        self.static, self.hp = cfg, hp
         st = self.static
         self.env = env
         self.network = network
@@ -375,17 +383,6 @@ class Learner:
         self.noop_action = jnp.asarray(
             noop if noop is not None else (0,) * len(self.action_dims), jnp.int32
         )
-        for m in {self.mesh, self.actor_mesh}:
-            if st.num_envs % m.devices.size:
-                raise ValueError(
-                    f"num_envs={st.num_envs} is not a multiple of the {m.devices.size} devices "
-                    "in the mesh; pass a multiple (or fewer devices)"
-                )
-        if st.num_envs % st.num_minibatches:
-            raise ValueError(
-                f"num_envs={st.num_envs} must be divisible by num_minibatches="
-                f"{st.num_minibatches} (minibatches are sets of whole envs)"
-            )
         self.num_updates = st.num_updates
         self.grad_steps = st.num_updates * st.update_epochs * st.num_minibatches
         self.consts = {} if consts is None else consts

@@ -50,7 +50,9 @@ update is the one data-parallel `jit`, and a run on P processes x D devices comp
 process with P·D devices computes, given the same simulators (env i reset with `seed + i`).
 The episode statistics are summed over the processes once per rollout.
 
-    driver = HostDriver(cfg, vec_env, network, action_dims=(2,), policy_obs=lambda o: {"state": o})
+    driver = HostDriver(lrn.LearnerConfig.from_config(cfg), vec_env, network, action_dims=(2,),
+                        policy_obs=lambda o: {"state": o}, hp=lrn.HyperParams.from_config(cfg),
+                        si_every=cfg.si_every)
     runner = driver.init(jax.random.PRNGKey(0))
     for _ in range(n):
         runner, metrics = driver.iteration(runner)
@@ -77,6 +79,10 @@ from mineclip_jax.distributed import process_share
 class HostDriver:
     """PPO + SI on a Gymnasium VectorEnv (actor on the host, learner jitted over the mesh).
 
+    `cfg` is the learner's static config (`agents.learner.LearnerConfig`), `hp` its default
+    hyper-parameters (`iteration` and `rollout` also take their own), `si_every` the number of
+    updates between SI phases (0: none).
+
     `reward_fn(env_reward, info) -> [N]` is the host-side reward (manual / sparse + success
     bonus); with `hooks` (`RewardHooks(featurize, init, step)`) and their replicated `consts`,
     `hooks.featurize(consts, obs)` turns the policy inputs into features once per frame and
@@ -85,7 +91,7 @@ class HostDriver:
 
     def __init__(
         self,
-        cfg,
+        cfg: lrn.LearnerConfig,
         vec_env: gym.vector.VectorEnv,
         network,
         action_dims: tuple[int, ...],
@@ -101,6 +107,8 @@ class HostDriver:
         hooks: lrn.RewardHooks | None = None,
         consts=None,
         noop_action: tuple[int, ...] | None = None,
+        hp: lrn.HyperParams | None = None,
+        si_every: int = 0,
     ):
         # this process's rows of the env axis (all of them in a single process)
         self.local = process_share(cfg.num_envs, "num_envs")
@@ -111,8 +119,8 @@ class HostDriver:
                      f"{jax.process_count()} processes)" if self.multi
                      else f"cfg.num_envs={cfg.num_envs}")  # fmt: skip
             raise ValueError(f"vec_env has {vec_env.num_envs} envs but {share}")
-        self.static = lrn.LearnerConfig.from_config(cfg)
-        self.si_every = int(cfg.si_every)
+        self.static = cfg
+        self.si_every = int(si_every)
         self.env = vec_env
         self.action_dims = tuple(action_dims)
         self.policy_obs = policy_obs
@@ -130,8 +138,8 @@ class HostDriver:
         self.hooks = hooks or lrn.RewardHooks()
         self.learner = lrn.Learner(cfg, None, network, mesh, hooks=self.hooks, consts=consts,
                                    actor_mesh=actor_mesh, action_dims=self.action_dims,
-                                   num_tasks=self.num_tasks,
-                                   noop_action=noop_action)  # fmt: skip
+                                   num_tasks=self.num_tasks, noop_action=noop_action,
+                                   hp=hp)  # fmt: skip
         # MineCLIP params and prompt features: on the actor devices once, replicated, passed to
         # every inference call
         self.consts = self.learner.actor_consts()

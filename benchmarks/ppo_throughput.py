@@ -96,7 +96,14 @@ def ours_program(args: Args):
     handle, _, _, step_env = envs.xla()
     obs0, _ = envs.reset()
     net = networks.MLPActorCritic((2,))
-    L = lrn.Learner(cfg, None, net, lrn.make_mesh(1), action_dims=(2,))
+    L = lrn.Learner(
+        lrn.LearnerConfig.from_config(cfg),
+        None,
+        net,
+        lrn.make_mesh(1),
+        action_dims=(2,),
+        hp=lrn.HyperParams.from_config(cfg),
+    )
     n = args.num_envs
     obs = {"state": jnp.asarray(obs0, jnp.float32)}
     params = L.init_params(jax.random.PRNGKey(args.seed), obs)

@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh
 
-from agents import build, devices, networks, ppo, sebulba
+from agents import build, devices, networks, ppo
 from envs.voxel.parallel import available_cores
-from tests.agents.test_learner import TINY, _leaves_equal
+from tests.agents.test_learner import TINY, _leaves_equal, host_driver
 from tests.multiprocess import REPO
 
 SPLIT = dict(actor_devices=2, learner_devices=1)
@@ -105,7 +105,7 @@ def _host_run(mesh_kw: dict, updates: int = 2):
     cfg = dataclasses.replace(TINY, num_envs=4, num_steps=16, si_every=1, num_minibatches=2)
     env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
     try:
-        driver = sebulba.HostDriver(
+        driver = host_driver(
             cfg, env, networks.MLPActorCritic((2,)), action_dims=(2,),
             policy_obs=lambda o: {"state": o}, to_env_action=lambda a: a[:, 0],
             success_fn=lambda info, n: np.zeros(n, bool), **mesh_kw,

@@ -35,8 +35,10 @@ def test_an_env_without_success_is_refused_by_name():
         return (*out, {})
 
     env = lrn.JaxEnv(**{**env.__dict__, "step": step_without_success})
-    learner = lrn.Learner(scope["cfg"], env, scope["networks"].MLPActorCritic((2,)),
-                          lrn.make_mesh(1))  # fmt: skip
+    cfg = scope["cfg"]
+    learner = lrn.Learner(lrn.LearnerConfig.from_config(cfg), env,
+                          scope["networks"].MLPActorCritic((2,)), lrn.make_mesh(1),
+                          hp=lrn.HyperParams.from_config(cfg))  # fmt: skip
     runner = learner.init(jax.random.key(0))
     with pytest.raises(EnvContractError, match=r"info\['success'\].*Bring your own JAX env"):
         learner.iteration(runner)

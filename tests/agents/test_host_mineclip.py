@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import mineclip_jax as mcj
-from agents import checkpoints, mineclip_hooks, networks, ppo, sebulba
+from agents import checkpoints, mineclip_hooks, networks, ppo
 from agents import learner as lrn
 from mineclip_jax.reward import DEFAULT_NEGATIVE_PROMPTS
+from tests.agents.test_learner import host_driver
 
 GOAL = "shear a sheep"  # the tiny random MineCLIP of seed 2 rates it above chance (Direct > 0)
 EPISODE_LENGTHS = (18, 5)  # env 0: the 16-frame window wraps; env 1: several resets
@@ -104,7 +105,7 @@ def test_host_driver_mineclip_features_and_direct_reward_match_an_independent_co
     env = gym.vector.SyncVectorEnv([lambda i=i: FrameEnv(i) for i in range(2)])
     net = networks.MineAgent(action_dims=(3,), fusion_dim=32, actor_hidden=16, actor_depth=1,
                              critic_hidden=16, critic_depth=1)  # fmt: skip
-    driver = sebulba.HostDriver(
+    driver = host_driver(
         cfg, env, net, action_dims=(3,), policy_obs=lambda o: {"rgb": o["rgb"]},
         to_env_action=lambda a: a[:, 0], task_conditioned=True, mesh=lrn.make_mesh(2),
         hooks=hooks.replace(featurize=featurize), consts=consts,

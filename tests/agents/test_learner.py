@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from agents import build, checkpoints, ppo
+from agents import build, checkpoints, ppo, sebulba
 from agents import learner as lrn
 from agents import train as loop
 
@@ -33,6 +33,13 @@ TINY = ppo.PPOConfig(
     video_every=-1,
     progress=False,
 )
+
+
+def host_driver(cfg, vec_env, network, **kwargs) -> sebulba.HostDriver:
+    """A HostDriver with the sections of `cfg` (a PPOConfig), as agents.build passes them."""
+    return sebulba.HostDriver(lrn.LearnerConfig.from_config(cfg), vec_env, network,
+                              hp=lrn.HyperParams.from_config(cfg), si_every=cfg.si_every,
+                              **kwargs)  # fmt: skip
 
 
 def _leaves_equal(a, b, exact=True):

@@ -7,15 +7,15 @@ import jax
 import numpy as np
 import pytest
 
-from agents import networks, sebulba
-from tests.agents.test_learner import TINY
+from agents import networks
+from tests.agents.test_learner import TINY, host_driver
 
 
 def test_host_driver_masks_next_step_resets_and_learns_something():
     cfg = dataclasses.replace(TINY, num_envs=4, num_steps=32, si_every=1, num_minibatches=2)
     env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
     assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
-    driver = sebulba.HostDriver(
+    driver = host_driver(
         cfg, env, networks.MLPActorCritic((2,)), action_dims=(2,),
         policy_obs=lambda o: {"state": o}, to_env_action=lambda a: a[:, 0],
         success_fn=lambda info, n: np.zeros(n, bool),
@@ -47,7 +47,7 @@ def test_host_driver_refuses_a_vector_env_of_another_size():
     env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
     try:
         with pytest.raises(ValueError, match=r"vec_env has 2 envs but cfg.num_envs=4"):
-            sebulba.HostDriver(cfg, env, networks.MLPActorCritic((2,)), action_dims=(2,),
+            host_driver(cfg, env, networks.MLPActorCritic((2,)), action_dims=(2,),
                                policy_obs=lambda o: {"state": o})  # fmt: skip
     finally:
         env.close()
@@ -64,7 +64,7 @@ def test_host_driver_recurrent_rollout_log_probs_replay_with_next_step_resets():
     env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
     net = networks.MineAgent(action_dims=(2,), core_size=8, fusion_dim=16, feat_hidden=16,
                              actor_hidden=16, actor_depth=1, critic_hidden=16, critic_depth=1)  # fmt: skip
-    driver = sebulba.HostDriver(
+    driver = host_driver(
         cfg, env, net, action_dims=(2,), policy_obs=lambda o: {"state": o},
         to_env_action=lambda a: a[:, 0], success_fn=lambda info, n: np.zeros(n, bool),
     )  # fmt: skip

@@ -11,11 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import adapters, episodes, networks, ppo, sebulba
+from agents import adapters, build, config, devices, episodes, networks, ppo
 from agents import learner as lrn
 from agents import self_imitation as si
 from agents import train as loop
-from tests.agents.test_learner import TINY
+from mineclip_jax.distributed import DistributedConfig
+from tests.agents.test_learner import TINY, host_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +51,9 @@ def test_nothing_below_the_cli_imports_it():
     for name, banned in above.items():
         imported = _imports(ROOT / "agents" / f"{name}.py")
         assert not {f"agents.{b}" for b in banned} & imported, name
+    # the config's sections sit below everything that reads them: of agents, only the errors
+    ours = {m for m in _imports(ROOT / "agents" / "config.py") if m.startswith("agents")}
+    assert ours == {"agents.errors", "agents.errors.ConfigError"}, ours
 
 
 def test_the_cli_module_holds_only_the_config_its_validation_and_main():
@@ -63,6 +67,42 @@ def test_the_cli_module_holds_only_the_config_its_validation_and_main():
     assert {"validate", "main", "train"} <= functions
     roots = {m.split(".")[0] for m in _imports(path)}
     assert not roots & {"jax", "flax", "optax", "numpy", "chex"}, roots
+
+
+def test_the_config_is_its_sections():
+    """Every PPOConfig field belongs to exactly one section, the traced hyper-parameters are the
+    hyper-parameter section's fields, and the learner and the host driver take sections."""
+    sections = [*ppo.SECTIONS, devices.DeviceConfig, DistributedConfig]
+    owners = {}
+    for cls in sections:
+        assert issubclass(ppo.PPOConfig, cls), cls
+        for name in config.field_names(cls):
+            owners.setdefault(name, []).append(cls.__name__)
+    assert {f.name for f in dataclasses.fields(ppo.PPOConfig)} == set(owners)
+    assert [n for n, c in owners.items() if len(c) > 1] == []
+    assert config.field_names(config.HyperConfig) == {f.name for f in dataclasses.fields(lrn.HyperParams)}  # fmt: skip
+    cfg = dataclasses.replace(TINY, num_envs=4, ent_coef=0.3, task="hunt a cow", out="elsewhere")
+    assert config.section(cfg, config.HyperConfig) == config.HyperConfig(ent_coef=0.3, smooth_coef=0.1)  # fmt: skip
+    assert config.section(cfg, config.RunConfig).task == "hunt a cow"
+    with pytest.raises(TypeError, match="LearnerConfig.from_config"):
+        lrn.Learner(cfg, None, networks.MLPActorCritic((2,)), action_dims=(2,))
+    # what --resume may change: the run's budget, logging and a relaunch's address
+    assert {"total_steps", "log_every", "time_limit_min", "coordinator"} <= set(config.resumable_fields(ppo.PPOConfig))  # fmt: skip
+    assert not {"num_envs", "lr", "seed", "task", "num_processes"} & set(config.resumable_fields(ppo.PPOConfig))  # fmt: skip
+
+
+def test_build_key_ignores_the_run_and_hyper_parameter_values():
+    """Two configs share one build (one compiled learner) unless a static field differs; a
+    hyper-parameter counts only as far as the compiled learner holds it: whether its term is on."""
+    key = build.static_key(TINY)
+    same = {"out": "x", "log_every": 3, "time_limit_min": 5.0, "seeds": 2, "lr": 1e-3,
+            "gamma": 0.9, "smooth_coef": 0.5, "si_min_return": 1.0}  # fmt: skip
+    for name, v in same.items():
+        assert build.static_key(dataclasses.replace(TINY, **{name: v})) == key, name
+    other = {"num_envs": 16, "seed": 1, "core_size": 8, "smooth_coef": 0.0, "vf_clip": 0.2,
+             "aux_coef": 0.1, "unroll": True, "world_size": 16}  # fmt: skip
+    for name, v in other.items():
+        assert build.static_key(dataclasses.replace(TINY, **{name: v})) != key, name
 
 
 def test_episode_statistics_against_a_hand_computed_sequence():
@@ -148,7 +188,7 @@ def test_no_success_bonus_on_creative_tasks():
 def test_host_driver_starts_episodes_with_the_noop_action():
     cfg = dataclasses.replace(TINY, num_envs=2, num_steps=48, num_minibatches=1)
     env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
-    driver = sebulba.HostDriver(
+    driver = host_driver(
         cfg, env, networks.MLPActorCritic((3,)), action_dims=(3,),
         policy_obs=lambda o: {"state": o}, to_env_action=lambda a: np.minimum(a[:, 0], 1),
         noop_action=(2,), mesh=lrn.make_mesh(1),
