@@ -43,6 +43,17 @@ def stage_tasks(task: str, stages: str = "") -> list[tuple[str, ...]]:
     return [resolve_tasks(task)]
 
 
+def task_vocabulary(cfg, tasks=()) -> tuple[str, ...]:
+    """The task ids a run's policy knows: every stage's, in order of first appearance (then any
+    of `tasks` not among them). A stage's envs carry their task's index in this tuple as
+    `task_id`, so the policy's task embedding, the MineCLIP goal prompts and the SI buffer's
+    tasks mean the same in every stage, and a multi-stage policy can be asked for any task."""
+    ids: list[str] = []
+    for stage in [*stage_tasks(cfg.task, cfg.stages), tuple(tasks)]:
+        ids += [s.id for s in task_specs(stage) if s.id not in ids]
+    return tuple(ids)
+
+
 def task_specs(names) -> list:
     """Task ids / prompts -> `envs.tasks.TaskSpec`s (ConfigError naming the flag if unknown)."""
     from envs import tasks as envs_tasks
@@ -310,8 +321,9 @@ def frame_size(cfg) -> tuple[int, int]:
 
 
 def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.JaxEnv:
-    """The embedded world for one stage: env i runs `task_names[i % len(task_names)]`; the
-    worlds are generated from `seed` (default `cfg.seed`)."""
+    """The embedded world for one stage: env i runs `task_names[i % len(task_names)]`, its
+    `task_id` that task's index in the run's `task_vocabulary`; the worlds are generated from
+    `seed` (default `cfg.seed`)."""
     from envs import voxel
 
     use_mineclip = bool(cfg.mineclip_ckpt)
@@ -323,7 +335,9 @@ def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.
         world_pool_size=cfg.world_pool, action_repeat=cfg.action_repeat,
     )  # fmt: skip
     n = cfg.num_envs
-    task_ids = np.arange(n, dtype=np.int32) % len(specs)
+    local = np.arange(n, dtype=np.int32) % len(specs)  # env i's task among this stage's
+    vocabulary = task_vocabulary(cfg, task_names)
+    task_ids = np.array([vocabulary.index(s.id) for s in specs], np.int32)[local]
     pool = None
     per_task = []
     for spec in specs:  # one world pool shared by every task
@@ -331,7 +345,7 @@ def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.
                               max_steps=cfg.max_episode_steps)  # fmt: skip
         pool = p.pool
         per_task.append(p)
-    params = jax.tree.map(lambda *xs: jnp.stack(xs)[task_ids], *per_task)
+    params = jax.tree.map(lambda *xs: jnp.stack(xs)[local], *per_task)
     dims, _, noop = action_table(cfg.action_space)
     bonus = success_bonus(cfg, specs)
     if cfg.reward == "manual":
@@ -360,8 +374,8 @@ def voxel_env(cfg, task_names: tuple[str, ...], seed: int | None = None) -> lrn.
         policy_obs=voxel_policy_obs,
         reward_fn=reward_fn,
         task_ids=task_ids,
-        num_tasks=len(specs),
-        task_names=tuple(s.id for s in specs),
+        num_tasks=len(vocabulary),
+        task_names=vocabulary,
         task_conditioned=True,
         noop_action=noop,
     )

@@ -120,7 +120,7 @@ def _build(cfg, tasks: tuple[str, ...]) -> Built:
     else:
         env = adapters.voxel_env(cfg, tasks)
         if cfg.mineclip_ckpt:
-            prompts = tuple(s.prompt for s in adapters.task_specs(tasks))
+            prompts = tuple(s.prompt for s in adapters.task_specs(env.task_names))
             hooks, consts, mc = mineclip_hooks(cfg, env, prompts)
     network = build_network(cfg, env)
     # a run saved before --no-mineclip-features existed fed the policy MineCLIP's features
@@ -145,20 +145,22 @@ def build_host_driver(cfg, tasks: tuple[str, ...], vec_env) -> sebulba.HostDrive
     call (`host_mineclip_hooks`)."""
     from types import SimpleNamespace
 
-    names = tuple(s.id for s in adapters.task_specs(tasks))
+    names = adapters.task_vocabulary(cfg, tasks)  # the policy's task ids (all stages')
+    stage_ids = np.array([names.index(s.id) for s in adapters.task_specs(tasks)])
     dims, _, noop = adapters.action_table(cfg.action_space)
     n = cfg.num_envs
     net = build_network(cfg, SimpleNamespace(task_names=names, action_dims=dims,
                                              num_tasks=len(names)))  # fmt: skip
     use_mc = bool(cfg.mineclip_ckpt)
-    hooks, consts = host_mineclip_hooks(cfg, tasks)[:2] if use_mc else (None, None)
+    hooks, consts = host_mineclip_hooks(cfg, names)[:2] if use_mc else (None, None)
+    features = use_mc and getattr(cfg, "mineclip_features", True)
     actor_mesh, mesh = devices.meshes(cfg)  # per-step inference on the actors' devices
     return sebulba.HostDriver(
-        learner_config(cfg, cnn=not use_mc), vec_env, net, hp=lrn.HyperParams.from_config(cfg),
+        learner_config(cfg, cnn=not features), vec_env, net, hp=lrn.HyperParams.from_config(cfg),
         si_every=cfg.si_every, action_dims=dims, policy_obs=adapters.host_policy_obs(cfg),
         to_env_action=adapters.to_env_action_fn(cfg.action_space, np),
         reward_fn=adapters.host_reward_fn(cfg, tasks), success_fn=adapters.host_success_fn,
-        mesh=mesh, actor_mesh=actor_mesh, task_ids=np.arange(n) % len(names),
+        mesh=mesh, actor_mesh=actor_mesh, task_ids=stage_ids[np.arange(n) % len(stage_ids)],
         num_tasks=len(names), task_conditioned=True, hooks=hooks, consts=consts,
         noop_action=noop,
     )  # fmt: skip

@@ -380,7 +380,7 @@ def _train_locked(cfg, run_dir: Path, stop_after_updates: int | None) -> dict:
                 break
             global_updates = summary["updates_total"]
             carried = (jax.device_get(runner.si_buffer), jax.device_get(runner.params),
-                       _task_ids(stages[stage]))  # fmt: skip
+                       _task_ids(cfg, stages[stage]))  # fmt: skip
         if trained and not summary.get("stopped") and cfg.final_eval_episodes > 0:
             _final_evaluation(cfg, stages[-1], outs, runner, initial, summary)
     finally:
@@ -474,13 +474,10 @@ def next_stage(runner: lrn.Runner, carried, L: lrn.Learner, new_tasks=None) -> l
                           si_opt_state=lrn.adam_init(params))  # fmt: skip
 
 
-def _task_ids(tasks) -> tuple[str, ...]:
-    """A stage's task ids (prompts and ids of one task compare equal)."""
-    return (
-        tuple(tasks)
-        if tuple(tasks) == ("cartpole",)
-        else tuple(s.id for s in adapters.task_specs(tasks))
-    )
+def _task_ids(cfg, tasks) -> tuple[str, ...]:
+    """The task ids a stage's `task_id`s index: the run's `adapters.task_vocabulary`, the same
+    for every stage (so a carried SI buffer keeps every task's trajectories)."""
+    return tuple(tasks) if tuple(tasks) == ("cartpole",) else adapters.task_vocabulary(cfg, tasks)
 
 
 def _slice(tree, i):
@@ -511,7 +508,7 @@ def _anakin_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, ca
             return restore_intact(out, runner, L.placement(runner), stage, restore, k == 1)
         if carried is not None:  # multi-stage: keep SI buffer, reset the policy head
             c = carried if k == 1 else (*_slice(carried[:2], i), carried[2])
-            return next_stage(runner, c, L, _task_ids(tasks))
+            return next_stage(runner, c, L, _task_ids(cfg, tasks))
         return runner
 
     runners = [prepare(i, out) for i, out in enumerate(outs)]
@@ -558,7 +555,7 @@ def _host_stage(cfg, hp, stages, stage, outs, stop_after, base, *, restore, carr
             restored = restore_intact(out, fresh, L.placement(fresh), stage, restore)
             runner = driver.adopt(restored, fresh)
         elif carried is not None:
-            runner = L.shard(next_stage(fresh, carried, L, _task_ids(tasks)))
+            runner = L.shard(next_stage(fresh, carried, L, _task_ids(cfg, tasks)))
         else:
             runner = fresh
         names = tuple(s.id for s in adapters.task_specs(tasks))
