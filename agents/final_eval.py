@@ -190,13 +190,15 @@ def scores(out: dict, task_id, num_tasks: int) -> list[Score | None]:
 def evaluate_policies(built, policies: dict, episodes: int, seed: int, labels) -> dict:
     """Each policy of `policies` (name -> params) plays the same `episodes` episodes per task
     of the run's env (`built`: `agents.build.Built`) -> {"episodes", "actions", "seed",
-    "tasks": {label: {name: Score}}}. `labels` names the tasks in the env's order (what the
-    user typed: a prompt or an id); a task no env of the run trains on is left out."""
+    "tasks": {label: {name: Score}}}. `labels` names the stage's tasks in their order (what the
+    user typed: a prompt or an id; env i runs task i % len(labels)); a task of the run's
+    vocabulary that no env of this stage trains on is left out."""
     if episodes <= 0:
         raise ValueError(f"episodes must be positive, got {episodes}")
     env = built.env
     trained_ids = np.asarray(env.task_ids)
     tasks = [t for t in range(env.num_tasks) if np.any(trained_ids == t)]
+    label_of = {int(trained_ids[k]): label for k, label in enumerate(labels)}
     rows = np.repeat([int(np.argmax(trained_ids == t)) for t in tasks], episodes)
     task_id = np.repeat(tasks, episodes).astype(np.int32)
     env_params = jax.tree.map(lambda x: np.asarray(x)[rows], env.params)
@@ -207,7 +209,7 @@ def evaluate_policies(built, policies: dict, episodes: int, seed: int, labels) -
         per_policy[name] = scores(out, task_id, env.num_tasks)
     return {
         "episodes": episodes, "actions": ACTIONS, "seed": seed,
-        "tasks": {labels[t]: {name: s[t] for name, s in per_policy.items()} for t in tasks},
+        "tasks": {label_of[t]: {name: s[t] for name, s in per_policy.items()} for t in tasks},
     }  # fmt: skip
 
 

@@ -36,8 +36,11 @@ def test_every_stage_indexes_the_runs_task_vocabulary():
 
 
 def test_two_stages_keep_the_first_stages_si_trajectories_and_tasks(tmp_path):
-    cfg = dataclasses.replace(TINY, out=str(tmp_path / "run"))
-    runner = ppo.train(cfg)["runner"]
+    cfg = dataclasses.replace(TINY, out=str(tmp_path / "run"), final_eval_episodes=2)
+    summary = ppo.train(cfg)
+    runner = summary["runner"]
+    # the final evaluation plays the last stage's tasks, named as --stages wrote them
+    assert list(summary["final_eval"]["tasks"]) == list(SHEEP)
     buf = jax.device_get(runner.si_buffer)
     tasks = set(np.asarray(buf.task_id)[np.asarray(buf.valid)].tolist())
     # stage 1's cow episodes (ids 0, 1) were carried through stage 2 beside its sheep (2, 3)
