@@ -25,9 +25,10 @@ from agents.mineclip_hooks import host_mineclip_hooks, mineclip_hooks
 
 def static_key(cfg) -> tuple:
     """What `build` depends on: every field outside the run's bookkeeping (`RunConfig`: the run
-    directory, logging, the task list, which `build` takes separately, the number of seeds,
-    which stacks identical runs) and the hyper-parameters (`HyperConfig`), which enter only as
-    far as the compiled `LearnerConfig` holds them: whether a term is on."""
+    directory, logging, the number of seeds, which stacks identical runs) and the
+    hyper-parameters (`HyperConfig`), which enter only as far as the compiled `LearnerConfig`
+    holds them: whether a term is on. The task list is in (`EnvConfig`): every stage's tasks
+    make the policy's task vocabulary."""
     skip = field_names(RunConfig) | field_names(HyperConfig)
     fields = tuple(
         (f.name, _hashable(getattr(cfg, f.name)))

@@ -2,12 +2,12 @@
 per field (tyro reads them) and its own `validate()`; `agents.ppo.PPOConfig` inherits them all,
 so the command line and `PPOConfig(num_envs=...)` stay flat.
 
-    RunConfig      what a run trains and where it writes (never changes what is built)
-    EnvConfig      the worlds: backend, seed, size, frames, episode limit, bridge workers
+    EnvConfig      what a run trains on: tasks, stages, backend, seed, world size, frames, ...
     RewardConfig   the training reward and MineCLIP
     ModelConfig    the policy network and what its critic sees
     ShapeConfig    the learner's shapes and schedule (static: `agents.learner.LearnerConfig`)
     HyperConfig    the traced hyper-parameters (`agents.learner.HyperParams`, a jit argument)
+    RunConfig      where a run writes, its logging and budgets of time (never changes what is built)
     DeviceConfig   `agents.devices`: which local devices act and learn
     DistributedConfig   `mineclip_jax.distributed`: how a process joins a multi-host run
 
@@ -66,52 +66,15 @@ def _at_least(obj, low, names, hint: str = "") -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunConfig:
-    """What a run trains and where it writes: the task list (`agents.build.build` takes it
-    separately), the run directory, logging and budgets of time; none of it changes what is
-    built."""
+class EnvConfig:
+    """What a run trains on: its tasks and stages (all stages' tasks make the policy's task
+    vocabulary), the backend that steps the worlds, the seed they are generated from, their
+    size, frames and episode limit, and the bridge's workers (host-stepped backends)."""
 
     task: str = "combat a zombie"
     """task id or prompt, several separated by commas (one per env, round robin), a group (animal_zoo, mob_combat), or cartpole"""
     stages: str = ""
     """multi-stage training: task lists separated by ';' trained in turn (SI buffer kept, policy head reset); overrides --task"""
-    seeds: int = 1
-    """train seeds --seed .. --seed + K - 1 in one compiled program (--backend jax; OUT/seed<s>/ per seed)"""
-    preset: Literal["none", "paper"] = "none"
-    """paper: the paper's recipe (docs/agents.md): smoothing on, uniform initial policy, paper-size agent, each task's episode length, whole-episode SI; a flag given with it that it would change is refused"""
-    out: str = "runs/ppo"
-    """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos (on the command line without --out and --resume, a taken runs/ppo gives runs/ppo-YYYYmmdd-HHMMSS, so a rerun starts a new run)"""
-    resume: bool = False
-    """continue the run in --out from its latest checkpoint (its saved config is used)"""
-    log_every: int = resumable(1)
-    """updates between console/TensorBoard logs"""
-    checkpoint_every: int = resumable(20)
-    """updates between checkpoints (the last update is always saved)"""
-    video_every: int = resumable(0)
-    """updates between MP4 episode videos (0: only at the end; -1: never)"""
-    video_length: int = resumable(100)
-    """steps per video"""
-    progress: bool = resumable(True)
-    """show the console progress bar"""
-    final_eval_episodes: int = resumable(100)
-    """at the end, the untrained (initial) and the trained policy play the same N episodes per task, actions sampled (agents.evaluate's default); success rates (95% Wilson intervals) and mean returns printed and in summary.json (--backend jax; 0: off)"""
-    time_limit_min: float = resumable(0.0)
-    """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
-    compile_cache: str = resumable("~/.cache/mineclip_jax/xla")
-    """persistent XLA compilation cache directory, reused by later runs ('' disables; the default is $MINECLIP_JAX_COMPILE_CACHE when set, mineclip_jax.compile_cache)"""
-
-    def validate(self) -> None:
-        if self.seeds <= 0:
-            raise ConfigError(f"--seeds must be positive, got {self.seeds}")
-        _at_least(self, 0, ("final_eval_episodes",), " (0 turns the final evaluation off)")
-
-
-@dataclasses.dataclass(frozen=True)
-class EnvConfig:
-    """The worlds a run trains in: the backend that steps them, the seed they are generated
-    from, their size, frames and episode limit, and the bridge's workers (host-stepped
-    backends)."""
-
     seed: int = 0
     """random seed (params, envs, sampling), 0 .. 2**31 - 1"""
     image_size: tuple[int, int] = (48, 64)
@@ -339,3 +302,40 @@ class HyperConfig:
         if not 0.0 <= self.lr_final_frac <= 1.0:
             raise ConfigError(f"--lr-final-frac must be in [0, 1] (a fraction of --lr), got "
                               f"{self.lr_final_frac}")  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """The run's bookkeeping: its directory, logging, checkpoint and video cadence, budgets of
+    time, the number of seeds (which stacks identical runs) and the preset (applied before
+    anything is built); none of it changes what is built."""
+
+    seeds: int = 1
+    """train seeds --seed .. --seed + K - 1 in one compiled program (--backend jax; OUT/seed<s>/ per seed)"""
+    preset: Literal["none", "paper"] = "none"
+    """paper: the paper's recipe (docs/agents.md): smoothing on, uniform initial policy, paper-size agent, each task's episode length, whole-episode SI; a flag given with it that it would change is refused"""
+    out: str = "runs/ppo"
+    """run directory: config, checkpoints, metrics.jsonl, TensorBoard events, videos (on the command line without --out and --resume, a taken runs/ppo gives runs/ppo-YYYYmmdd-HHMMSS, so a rerun starts a new run)"""
+    resume: bool = False
+    """continue the run in --out from its latest checkpoint (its saved config is used)"""
+    log_every: int = resumable(1)
+    """updates between console/TensorBoard logs"""
+    checkpoint_every: int = resumable(20)
+    """updates between checkpoints (the last update is always saved)"""
+    video_every: int = resumable(0)
+    """updates between MP4 episode videos (0: only at the end; -1: never)"""
+    video_length: int = resumable(100)
+    """steps per video"""
+    progress: bool = resumable(True)
+    """show the console progress bar"""
+    final_eval_episodes: int = resumable(100)
+    """at the end, the untrained (initial) and the trained policy play the same N episodes per task, actions sampled (agents.evaluate's default); success rates (95% Wilson intervals) and mean returns printed and in summary.json (--backend jax; 0: off)"""
+    time_limit_min: float = resumable(0.0)
+    """stop cleanly after this many minutes (checkpoint saved, summary marked stopped); continue with --resume (0: no limit)"""
+    compile_cache: str = resumable("~/.cache/mineclip_jax/xla")
+    """persistent XLA compilation cache directory, reused by later runs ('' disables; the default is $MINECLIP_JAX_COMPILE_CACHE when set, mineclip_jax.compile_cache)"""
+
+    def validate(self) -> None:
+        if self.seeds <= 0:
+            raise ConfigError(f"--seeds must be positive, got {self.seeds}")
+        _at_least(self, 0, ("final_eval_episodes",), " (0 turns the final evaluation off)")

@@ -45,8 +45,8 @@ from mineclip_jax.run_lock import RunLockedError
 # `PPOConfig(num_envs=...)`, `section(cfg, HyperConfig)` takes one out. The help lists them
 # section by section (a dataclass puts the fields of its last base first).
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(DistributedConfig, devices.DeviceConfig, HyperConfig, ShapeConfig, ModelConfig,
-                RewardConfig, EnvConfig, RunConfig):  # fmt: skip
+class PPOConfig(DistributedConfig, devices.DeviceConfig, RunConfig, HyperConfig, ShapeConfig,
+                ModelConfig, RewardConfig, EnvConfig):  # fmt: skip
     """PPO + self-imitation for MineDojo tasks (paper Sec. 4.2, App. F-G).
 
     Run: python -m agents.ppo --task "hunt a cow" --reward manual --out runs/hunt_cow
@@ -111,7 +111,7 @@ def unused_flags(cfg: PPOConfig, given: frozenset[str]) -> None:
                               f"nothing; drop {'it' if one else 'them'} or pass {fix}")  # fmt: skip
 
 
-SECTIONS = (RunConfig, EnvConfig, RewardConfig, ModelConfig, ShapeConfig, HyperConfig)
+SECTIONS = (EnvConfig, RewardConfig, ModelConfig, ShapeConfig, HyperConfig, RunConfig)
 """The sections that check their own flags (`validate`); the device and distributed flags are
 checked by `agents.devices.validate` and `mineclip_jax.distributed.initialize`."""
 

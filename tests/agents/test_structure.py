@@ -83,7 +83,7 @@ def test_the_config_is_its_sections():
     assert config.field_names(config.HyperConfig) == {f.name for f in dataclasses.fields(lrn.HyperParams)}  # fmt: skip
     cfg = dataclasses.replace(TINY, num_envs=4, ent_coef=0.3, task="hunt a cow", out="elsewhere")
     assert config.section(cfg, config.HyperConfig) == config.HyperConfig(ent_coef=0.3, smooth_coef=0.1)  # fmt: skip
-    assert config.section(cfg, config.RunConfig).task == "hunt a cow"
+    assert config.section(cfg, config.EnvConfig).task == "hunt a cow"
     with pytest.raises(TypeError, match="LearnerConfig.from_config"):
         lrn.Learner(cfg, None, networks.MLPActorCritic((2,)), action_dims=(2,))
     # what --resume may change: the run's budget, logging and a relaunch's address
@@ -100,7 +100,8 @@ def test_build_key_ignores_the_run_and_hyper_parameter_values():
     for name, v in same.items():
         assert build.static_key(dataclasses.replace(TINY, **{name: v})) == key, name
     other = {"num_envs": 16, "seed": 1, "core_size": 8, "smooth_coef": 0.0, "vf_clip": 0.2,
-             "aux_coef": 0.1, "unroll": True, "world_size": 16}  # fmt: skip
+             "aux_coef": 0.1, "unroll": True, "world_size": 16,
+             "stages": "cartpole;cartpole"}  # fmt: skip
     for name, v in other.items():
         assert build.static_key(dataclasses.replace(TINY, **{name: v})) != key, name
 
