@@ -17,7 +17,6 @@ moments). A run saves only finite parameters and optimizer states (`NonFiniteErr
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 from pathlib import Path
@@ -26,8 +25,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents import adapters, losses
+from agents import adapters, losses, pretrained
 from agents import learner as lrn
+from agents.config import (  # noqa: F401  (a run's config.json, read and written through here)
+    CONFIG_FILE,
+    config_from_json,
+    config_to_json,
+    load_config,
+)
 from mineclip_jax.checkpoint import (
     CHECKSUM_FILE,
     verify_checksums,
@@ -35,7 +40,6 @@ from mineclip_jax.checkpoint import (
     write_tree_checksums,
 )
 
-CONFIG_FILE = "config.json"
 # The name part of the directory orbax writes a step into before it commits it by a rename.
 UNFINALISED = ".orbax-checkpoint-tmp"
 
@@ -48,43 +52,6 @@ class DamagedCheckpointError(ValueError):
 class NonFiniteError(RuntimeError):
     """The run's loss, parameters or optimizer states are NaN or infinite: it stops before it
     saves them."""
-
-
-def config_to_json(cfg) -> dict:
-    return dataclasses.asdict(cfg)
-
-
-def _hashable(v):
-    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
-
-
-def config_from_json(d: dict, cls=None):
-    """Saved JSON -> `cls(**fields)` (fields `cls` does not know are dropped, missing ones take
-    `cls`'s defaults); without `cls`, a frozen dataclass holding exactly the saved fields."""
-    d = {k: _hashable(v) for k, v in d.items()}
-    if cls is None:
-        cls = dataclasses.make_dataclass("SavedConfig", list(d), frozen=True)
-        return cls(**d)
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in names})
-
-
-def load_config(run_dir: str | os.PathLike, cls=None):
-    """The run's `config.json` (see `config_from_json`); clear errors when missing or damaged."""
-    path = Path(run_dir).expanduser() / CONFIG_FILE
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no trained run in {str(path.parent)!r} ({CONFIG_FILE} missing); train one with "
-            f"python -m agents.ppo --out {path.parent}"
-        )
-    try:
-        d = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(
-            f"{path} is damaged ({e}); it is not the JSON a run writes. Restore it from a copy "
-            "or start a new run with a new --out"
-        ) from None
-    return config_from_json(d, cls)
 
 
 def resume_overrides(saved, given, default, allowed, explicit=None) -> dict:
@@ -266,6 +233,15 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None):
     )
 
 
+def export_policy(run_dir: str | os.PathLike, out_dir: str | os.PathLike, card: dict) -> Path:
+    """Write a run's newest intact policy as a shipped-agent directory (`agents.pretrained`):
+    its config, parameters, the `card` with the run's env steps and update added, checksums.
+    Only the policy's parameters travel: no optimizer state, SI buffer or env state."""
+    cfg, _, runner = load_run(run_dir)
+    card = {**card, "env_steps": int(runner.env_steps), "update": int(runner.update_step)}
+    return pretrained.write_exported(out_dir, config_to_json(cfg), runner.params, card)
+
+
 def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     """A trained run (its directory, an exported policy's, or a shipped agent's name such as
     "animal-zoo", `agents.pretrained`) -> (policy_fn, info).
@@ -280,8 +256,6 @@ def load_policy(run_dir: str | os.PathLike, step: int | None = None):
     a fresh episode's) and `episode_start [B]` (default: True where `core` is not given), and
     leaves the new carry in `info["last_core"]`: pass it back with the next step.
     """
-    from agents import pretrained  # it reads runs through this module
-
     path = pretrained.shipped_dir(str(run_dir)) or Path(run_dir).expanduser()
     if pretrained.is_exported(path):  # a shipped agent (or one exported like it)
         if step is not None:

@@ -23,6 +23,8 @@ the sections meet: `agents.ppo.validate`, `agents.devices.validate`, `agents.ada
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -339,3 +341,45 @@ class RunConfig:
         if self.seeds <= 0:
             raise ConfigError(f"--seeds must be positive, got {self.seeds}")
         _at_least(self, 0, ("final_eval_episodes",), " (0 turns the final evaluation off)")
+
+
+# --- a run's config.json ---------------------------------------------------------------------
+
+CONFIG_FILE = "config.json"
+
+
+def config_to_json(cfg) -> dict:
+    return dataclasses.asdict(cfg)
+
+
+def _hashable(v):
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
+def config_from_json(d: dict, cls=None):
+    """Saved JSON -> `cls(**fields)` (fields `cls` does not know are dropped, missing ones take
+    `cls`'s defaults); without `cls`, a frozen dataclass holding exactly the saved fields."""
+    d = {k: _hashable(v) for k, v in d.items()}
+    if cls is None:
+        cls = dataclasses.make_dataclass("SavedConfig", list(d), frozen=True)
+        return cls(**d)
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def load_config(run_dir: str | os.PathLike, cls=None):
+    """The run's `config.json` (see `config_from_json`); clear errors when missing or damaged."""
+    path = Path(run_dir).expanduser() / CONFIG_FILE
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no trained run in {str(path.parent)!r} ({CONFIG_FILE} missing); train one with "
+            f"python -m agents.ppo --out {path.parent}"
+        )
+    try:
+        d = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(
+            f"{path} is damaged ({e}); it is not the JSON a run writes. Restore it from a copy "
+            "or start a new run with a new --out"
+        ) from None
+    return config_from_json(d, cls)

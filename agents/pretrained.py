@@ -7,8 +7,8 @@
 A shipped agent is a directory `agents/pretrained/<name>/` holding the run's `config.json` (its
 `agents.ppo` flags), `params.msgpack` (the policy's parameters, Flax serialization), `card.json`
 (what it was trained on: tasks, training seeds, env steps, the command that rebuilds it, its
-evaluation) and `SHA256SUMS` over the three, verified before every load. `export_policy` writes
-one from a finished run; `experiments/table1` holds the commands that trained the shipped ones.
+evaluation) and `SHA256SUMS` over the three, verified before every load. `agents.checkpoints.export_policy`
+writes one from a finished run; `experiments/table1` holds the commands that trained the shipped ones.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from flax import serialization
 
 from agents import adapters
 from agents.build import build
-from agents.checkpoints import config_to_json, load_config, load_run
+from agents.config import CONFIG_FILE, load_config
 from mineclip_jax.checkpoint import verify_checksums, write_checksums, write_json
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained"
-CONFIG_FILE, PARAMS_FILE, CARD_FILE = "config.json", "params.msgpack", "card.json"
+PARAMS_FILE, CARD_FILE = "params.msgpack", "card.json"
 SHIPPED_POLICIES = tuple(
     sorted(p.name for p in PRETRAINED_DIR.glob("*") if (p / PARAMS_FILE).is_file())
 )
@@ -52,17 +52,13 @@ def read_card(path: str | os.PathLike) -> dict:
     return json.loads((Path(path) / CARD_FILE).read_text())
 
 
-def export_policy(run_dir: str | os.PathLike, out_dir: str | os.PathLike, card: dict) -> Path:
-    """Write a run's newest intact policy as a shipped-agent directory (config, parameters, the
-    `card` with the run's env steps and update added, checksums). Only the policy's parameters
-    travel: no optimizer state, SI buffer or env state."""
-    cfg, _, runner = load_run(run_dir)
+def write_exported(out_dir: str | os.PathLike, config: dict, params, card: dict) -> Path:
+    """Write an exported policy directory: `config` (a run's config.json fields), `params` (the
+    policy's parameters), `card`, and the checksums over the three."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    params = jax.device_get(runner.params)
-    (out / PARAMS_FILE).write_bytes(serialization.to_bytes(params))
-    write_json(out / CONFIG_FILE, config_to_json(cfg))
-    card = {**card, "env_steps": int(runner.env_steps), "update": int(runner.update_step)}
+    (out / PARAMS_FILE).write_bytes(serialization.to_bytes(jax.device_get(params)))
+    write_json(out / CONFIG_FILE, config)
     write_json(out / CARD_FILE, card)
     write_checksums(out, FILES)
     return out

@@ -18,7 +18,7 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("pretrained")
     cfg = dataclasses.replace(TINY, core_size=8, out=str(root / "run"))
     ppo.train(cfg)
-    out = pretrained.export_policy(
+    out = checkpoints.export_policy(
         root / "run", root / "agent", {"tasks": ["cartpole"], "seeds": [0]}
     )
     return root / "run", out
