@@ -230,7 +230,7 @@ class ShapeConfig:
     si_max_len: int = 128
     """steps kept per SI trajectory (longer episodes keep their last steps, the ones that led to the outcome)"""
     si_balance_tasks: bool = True
-    """give every task the same SI sampling mass (multi-task replay balancing)"""
+    """multi-task replay balancing: every task the same SI sampling mass and its share of the buffer's slots (a later stage's successes do not displace an earlier stage's)"""
     unroll: bool | None = None
     """unroll the epoch/minibatch scans (default: on CPU with a CNN, avoiding jax-ml/jax#12868)"""
 

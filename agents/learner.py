@@ -596,7 +596,8 @@ class Learner:
             store = si.record_step(r.si_store, r.obs, r.prev_action, action, acted_core)
             buf, store = si.finish_episodes(
                 r.si_buffer, store, done, finished["return"], success, r.task_id,
-                hp.si_min_return,
+                hp.si_min_return, num_tasks=self.num_tasks,
+                balance_tasks=self.static.si_balance_tasks,
             )  # fmt: skip
             t = Transition(
                 obs=r.obs, prev_action=r.prev_action, action=action, logp=logp, value=value,

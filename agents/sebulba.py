@@ -187,7 +187,9 @@ class HostDriver:
             store = si.record_step(store, pobs, prev, action, acted_core).replace(
                 ptr=jnp.where(valid, store.ptr + 1, store.ptr)
             )
-            return si.finish_episodes(buf, store, done, ret, success, task_id, min_return)
+            return si.finish_episodes(buf, store, done, ret, success, task_id, min_return,
+                                      num_tasks=self.num_tasks,
+                                      balance_tasks=self.static.si_balance_tasks)  # fmt: skip
 
         self._observe = on_actors(observe, (r, e, e, e, e), e)
         self._act = on_actors(act, (r, e, e, e, e, r), e)

@@ -12,7 +12,12 @@ replay balancing for multi-task training, App. G.3).
 
 Replacement: a finished episode is a candidate if it succeeded or its return exceeds
 `min_return`; it replaces the lowest-ranked slot (empty < unsuccessful by return < successful by
-return) when it ranks higher. Episodes longer than `max_len` keep their last `max_len` steps,
+return) when it ranks higher. With `balance_tasks` (several tasks), each task also keeps its share
+of the slots: a candidate of a task holding at least two slots fewer than the task holding the
+most takes that task's lowest-ranked slot whatever its rank, unless it is a failure and the slot
+a success; otherwise it competes only with its own task's slots. Why: in multi-stage training
+(App. G.3) the first stage's successes fill the buffer and, kept by rank alone, the second
+stage's successes would displace them all, and the policy forgets the first stage's tasks. Episodes longer than `max_len` keep their last `max_len` steps,
 the ones that led to the outcome (the per-env store is a ring buffer, put in time order when the
 episode is offered).
 
@@ -27,8 +32,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from flax import struct
-
-_SUCCESS_RANK = 1e9
 
 
 @struct.dataclass
@@ -122,8 +125,22 @@ def sample(
     return idx, ok
 
 
-def _rank(success, ret, valid):
-    return jnp.where(valid, jnp.where(success, _SUCCESS_RANK, 0.0) + ret, -jnp.inf)
+def _tier(success, valid):
+    """The first ranking key: empty (-1) < unsuccessful (0) < successful (1); within a tier, the
+    return. Two keys, not `1e9 * success + ret`: in float32 that sum cannot tell returns apart
+    that differ by less than 64."""
+    return jnp.where(valid, jnp.asarray(success).astype(jnp.int32), -1)
+
+
+def _outranks(tier_a, ret_a, tier_b, ret_b):
+    return (tier_a > tier_b) | ((tier_a == tier_b) & (ret_a > ret_b))
+
+
+def _lowest(tier, ret, pool):
+    """The lowest-ranked slot among `pool` (ties: the lowest index)."""
+    t = jnp.where(pool, tier, jnp.iinfo(jnp.int32).max)
+    low = t == jnp.min(t)
+    return jnp.argmin(jnp.where(low & pool, ret, jnp.inf))
 
 
 def _candidate(success, ret, length, min_return):
@@ -131,16 +148,36 @@ def _candidate(success, ret, length, min_return):
     return (success | (ret > min_return)) & (length > 0)
 
 
+def _balanced_slot(buf: SIBuffer, tier, success, task_id, num_tasks: int):
+    """The slot a candidate of `task_id` may take under task balancing and whether it must
+    outrank it (see the module docstring): an empty slot, else the richest task's lowest-ranked
+    slot while `task_id` holds at least two fewer (ties: the lower task id), else its own task's
+    lowest-ranked slot (any slot when it holds none)."""
+    counts = jax.ops.segment_sum(buf.valid.astype(jnp.int32), buf.task_id, num_segments=num_tasks)
+    richest = jnp.argmax(counts)
+    take_richest = jnp.all(buf.valid) & (counts[task_id] + 1 < counts[richest])
+    own = buf.valid & (buf.task_id == task_id)
+    pool = jnp.where(take_richest, buf.task_id == richest, jnp.where(jnp.any(own), own, True))
+    slot = _lowest(tier, buf.ret, pool | ~buf.valid)
+    # balance outranks rank, but never puts a failure in a success's place
+    by_balance = take_richest & (success | ~buf.success[slot])
+    return slot, by_balance
+
+
 def insert(buf: SIBuffer, obs, prev_action, action, length, ret, success, task_id, min_return,
-           offered=True, core=None):  # fmt: skip
+           offered=True, core=None, *, num_tasks: int = 1, balance_tasks: bool = False):  # fmt: skip
     """Insert one trajectory (`obs` leaves `[L, ...]`, actions `[L, K]`, carries `[L, H]` or
     None) if it qualifies (and `offered`). Writes one slot whatever the outcome (the old row
     back when it does not qualify) instead of branching: the same cost with and without `vmap` (K seeds), where a
-    `lax.cond` would turn into a select over the whole buffer."""
-    ranks = _rank(buf.success, buf.ret, buf.valid)
-    slot = jnp.argmin(ranks)
-    new_rank = _rank(success, ret, True)
-    qualifies = _candidate(success, ret, length, min_return) & (new_rank > ranks[slot])
+    `lax.cond` would turn into a select over the whole buffer. `num_tasks`, `balance_tasks`
+    (static): each task keeps its share of the slots (module docstring)."""
+    tier = _tier(buf.success, buf.valid)
+    if balance_tasks and num_tasks > 1:
+        slot, by_balance = _balanced_slot(buf, tier, success, task_id, num_tasks)
+    else:
+        slot, by_balance = _lowest(tier, buf.ret, True), False
+    higher = _outranks(_tier(success, True), ret, tier[slot], buf.ret[slot])
+    qualifies = _candidate(success, ret, length, min_return) & (by_balance | higher)
     qualifies = qualifies & offered
     core = jnp.zeros_like(buf.core[0]) if core is None else core
 
@@ -179,7 +216,16 @@ def record_step(store: EpisodeStore, obs, prev_action, action, core=None) -> Epi
 
 
 def finish_episodes(
-    buf: SIBuffer, store: EpisodeStore, done, ret, success, task_id, min_return: float
+    buf: SIBuffer,
+    store: EpisodeStore,
+    done,
+    ret,
+    success,
+    task_id,
+    min_return: float,
+    *,
+    num_tasks: int = 1,
+    balance_tasks: bool = False,
 ) -> tuple[SIBuffer, EpisodeStore]:
     """For envs whose episode ended (`done [N]`), offer it to the buffer and reset its pointer.
 
@@ -187,15 +233,17 @@ def finish_episodes(
     qualify (success, or a return above `min_return`), at most `capacity` of them per call, the
     highest-ranked (ties: the lower env index), offered in env order. A lower-ranked one could
     not stay: the ones chosen outrank it, so the buffer ends with the same episodes as when every
-    finished one is offered in env order. Why: with the env axis sharded over devices (and
+    finished one is offered in env order (with `balance_tasks`, exactly so while at most
+    `capacity` episodes finish in one step; beyond that, the best `capacity` are offered). Why: with the env axis sharded over devices (and
     hosts), reading those rows moves `capacity` episodes between devices, where reading every
     env's row moved the whole `[N, max_len, ...]` store each time an episode ended. Runs the
     inserts only when some env finished (`lax.cond`)."""
     n, max_len = done.shape[0], store.action.shape[1]
     k = min(n, buf.capacity)
     eligible = done & _candidate(success, ret, store.ptr, min_return)
-    cand = jnp.where(eligible, _rank(success, ret, True), -jnp.inf)
-    chosen = jnp.sort(jnp.argsort(-cand, stable=True)[:k])  # the best k, in env order
+    # eligible first, then by tier and return (ties: the lower env index; lexsort is stable)
+    best = jnp.lexsort((-jnp.asarray(ret, jnp.float32), -_tier(success, True), ~eligible))
+    chosen = jnp.sort(best[:k])  # the best k, in env order
 
     def offer_all(b):
         take = lambda a: a[chosen]  # noqa: E731  (k rows: a masked gather + sum when sharded)
@@ -213,7 +261,8 @@ def finish_episodes(
             i = chosen[j]
             return insert(b, jax.tree.map(row, obs), row(prev), row(act),
                           jnp.minimum(ptr, max_len), ret[i], success[i], task_id[i],
-                          min_return, offered=eligible[i], core=row(core))  # fmt: skip
+                          min_return, offered=eligible[i], core=row(core),
+                          num_tasks=num_tasks, balance_tasks=balance_tasks)  # fmt: skip
 
         return jax.lax.fori_loop(0, k, body, b)
 

@@ -1,5 +1,7 @@
 """GAE, PPO loss pieces, action smoothing and SI sampling against NumPy / hand-computed values."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -163,6 +165,73 @@ def test_si_insert_replaces_lowest_and_store_roundtrip():
     b3 = si.insert(b2, {"x": jnp.zeros((3, 1))}, jnp.zeros((3, 1), jnp.int32),
                    jnp.zeros((3, 1), jnp.int32), 1, 2.0, False, 0, 0.0)  # fmt: skip
     assert sorted(np.asarray(b3.ret)) == [0.5, 3.0]
+
+
+def _insert_one(buf, ret, success, task, balance, num_tasks=4, use_jit=False):
+    fn = functools.partial(si.insert, num_tasks=num_tasks, balance_tasks=balance)
+    fn = jax.jit(fn) if use_jit else fn
+    return fn(buf, {"x": jnp.full((3, 1), ret)}, jnp.zeros((3, 1), jnp.int32),
+              jnp.zeros((3, 1), jnp.int32), 1, ret, success, task, 0.0)  # fmt: skip
+
+
+def _balanced_reference(slots, ret, success, task, capacity, num_tasks):
+    """The balanced keeping rule by hand over a list of (success, ret, task) slots."""
+    rank = lambda e: (1e9 if e[0] else 0.0) + e[1]  # noqa: E731
+    if not (success or ret > 0.0):
+        return slots
+    new = (success, ret, task)
+    if len(slots) < capacity:
+        return [*slots, new]
+    counts = [sum(e[2] == t for e in slots) for t in range(num_tasks)]
+    richest = max(range(num_tasks), key=lambda t: (counts[t], -t))
+    if counts[task] + 1 < counts[richest]:
+        i = min((i for i, e in enumerate(slots) if e[2] == richest), key=lambda i: rank(slots[i]))
+        if success or not slots[i][0]:
+            return [*slots[:i], new, *slots[i + 1 :]]
+    else:
+        own = [i for i, e in enumerate(slots) if e[2] == task] or list(range(len(slots)))
+        i = min(own, key=lambda i: rank(slots[i]))
+        if rank(new) > rank(slots[i]):
+            return [*slots[:i], new, *slots[i + 1 :]]
+    return slots
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_si_balanced_buffer_keeps_an_earlier_stages_successes(use_jit):
+    """Two stages of two tasks: stage 1's successes fill the buffer; stage 2's successes, better
+    by return, take slots only until every task holds its share (balanced), where ranking alone
+    hands them every slot; a stage-2 failure never displaces a success."""
+    obs = {"x": jnp.zeros((1,))}
+    kept = {}
+    for balance in (False, True):
+        buf = si.init_buffer(8, 3, obs, 1)
+        for i in range(8):
+            buf = _insert_one(buf, 1.0 + i / 10, True, i % 2, balance, use_jit=use_jit)
+        buf = _insert_one(buf, 50.0, False, 2, balance, use_jit=use_jit)  # a failure: not kept
+        assert not (np.asarray(buf.task_id) == 2).any()
+        for i in range(12):
+            buf = _insert_one(buf, 10.0 + i, True, 2 + i % 2, balance, use_jit=use_jit)
+        kept[balance] = np.bincount(np.asarray(buf.task_id), minlength=4).tolist()
+        assert np.asarray(buf.success).all()
+    assert kept[False] == [0, 0, 4, 4]
+    assert kept[True] == [2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_si_balanced_insert_matches_the_rule_by_hand(use_jit):
+    """200 random offers (4 tasks, 6 slots, successes and failures) against the rule written
+    over a Python list."""
+    rng = np.random.default_rng(3)
+    buf = si.init_buffer(6, 3, {"x": jnp.zeros((1,))}, 1)
+    ref = []
+    for _ in range(200):
+        ret = float(np.round(rng.normal(1.0, 2.0), 3))
+        success, task = bool(rng.random() < 0.3), int(rng.integers(0, 4))
+        buf = _insert_one(buf, ret, success, task, True, use_jit=use_jit)
+        ref = _balanced_reference(ref, ret, success, task, 6, 4)
+        got = sorted((bool(s), float(r), int(t)) for s, r, t, v in zip(
+            buf.success, buf.ret, buf.task_id, buf.valid) if v)  # fmt: skip
+        assert got == sorted((s, np.float32(r).item(), t) for s, r, t in ref)
 
 
 def test_si_long_episode_keeps_its_last_steps_in_order():
