@@ -109,7 +109,7 @@ def _free_compiled_programs():
     gc.collect()
 
 
-# The two halves of the Table 1 smoke pipeline take minutes each (a few `agents.ppo` and
+# The two halves of the Table 1 smoke pipeline and the multi-task smoke run take minutes each (a few `agents.ppo` and
 # `agents.evaluate` processes compiling the embedded world): each goes first on its own xdist
 # worker, where the two then train the two smoke runs side by side while the short tests fill
 # in around them. xdist's load scheduling starts worker k on the k-th chunk of consecutive
@@ -120,6 +120,7 @@ LONG_FIRST = (
     "test_smoke_pipeline_trains_evaluates_reports_and_rescores_the_mineclip_run",
     "tests/experiments/test_table1.py::"
     "test_smoke_pipeline_diagnoses_and_cross_scores_reproduce_each_runs_final_eval",
+    "tests/experiments/test_multitask.py::test_smoke_trains_two_stages_evaluates_each_task_and_ships",
 )
 
 

@@ -36,6 +36,8 @@ class RebuildConfig:
     episodes: int = 3000  # world episodes to cut clips from (the shipped model's).
     steps: int = 2000  # training steps, batch 64 (the shipped model's).
     seed: int = 0  # seed of the clips and of training.
+    hidden_targets: bool = False  # data.synthetic --hidden-targets: also the scripted hunts,
+    # milkings and shearings drawn without the animal, labelled `wander` (issue 37's lever).
     install: bool = False  # copy the model into mineclip_jax/pretrained/mini.
     skip_benchmark: bool = False  # skip step 4 (no judge.json then).
 
@@ -49,6 +51,7 @@ def main(cfg: RebuildConfig) -> None:
         # core count, as the shipped model was trained (a 2-device mesh sums in another order)
         synthetic.main(synthetic.SyntheticConfig(out=str(clips), episodes=cfg.episodes,
                                                  seed=cfg.seed, overwrite=True,
+                                                 hidden_targets=cfg.hidden_targets,
                                                  all_cores=False))  # fmt: skip
     t_data = time.monotonic() - t0
     train.train(

@@ -37,18 +37,21 @@ class Args:
     # each (none: the runs' own)
     episodes: int = 64  # episodes per policy (a multiple of the runs' --num-envs)
     eval_seed: int = 2000  # key of the episodes (the same for every policy)
+    negatives: tuple[str, ...] = ()  # prompts added to the paper's 12 as negatives (agents.ppo
+    # --mineclip-negatives); each table is then printed with and without them
 
 
-def goal_probability(handle, prompt: str, rgb: np.ndarray, chunk: int = 512):
+def goal_probability(handle, prompt: str, rgb: np.ndarray, chunk: int = 512, negatives=()):
     """Direct reward and P(prompt) [E, T] of frames uint8 [E, T, H, W, 3] (window 16, the
-    paper's 12 prompts as negatives), frame t scored with the frames up to it."""
-    from mineclip_jax.reward import MineCLIPReward
+    paper's 12 prompts and `negatives` as negatives), frame t scored with the frames up to it."""
+    from mineclip_jax.reward import PAPER_TASK_PROMPTS, MineCLIPReward
 
     e, t = rgb.shape[:2]
     flat = rgb.reshape(e * t, *rgb.shape[2:])
     feats = np.concatenate([np.asarray(handle.encode_frames(flat[i : i + chunk]))
                             for i in range(0, len(flat), chunk)])  # fmt: skip
-    r, p = MineCLIPReward(handle, prompt).trajectory_rewards(feats.reshape(e, t, -1))
+    extra = dict(negatives=PAPER_TASK_PROMPTS + tuple(negatives)) if negatives else {}
+    r, p = MineCLIPReward(handle, prompt, **extra).trajectory_rewards(feats.reshape(e, t, -1))
     return np.asarray(r), np.asarray(p)
 
 
@@ -81,15 +84,19 @@ def main(args: Args) -> str:
     policies |= {f"trained by {rw}": run[2].params for rw, run in loaded.items()}
     rec = record(first, policies, args.episodes, args.eval_seed, loaded0)
     lines = []
-    for ckpt in args.ckpts or (cfg0.mineclip_ckpt,):
+    for ckpt, negatives in [(c, n) for c in args.ckpts or (cfg0.mineclip_ckpt,)
+                            for n in ({(), args.negatives} if args.negatives else {()})]:  # fmt: skip
         handle = mcj.load_checkpoint(ckpt)
-        lines += [f"P({args.task!r}) per step under MineCLIP {ckpt!r}, {args.episodes} episodes "
+        with_neg = f" with negatives {list(negatives)}" if negatives else ""
+        lines += [f"P({args.task!r}) per step under MineCLIP {ckpt!r}{with_neg}, {args.episodes} episodes "
                   f"per policy, by what the frame shows (fraction of steps in brackets); load "
                   f"{os.getloadavg()[0]:.1f}", "",
                   "| policy | Direct return | " + " | ".join(b for b, _, _ in BINS) + " |",
                   "|---" * (2 + len(BINS)) + "|"]  # fmt: skip
         for name, r in rec.items():
-            direct, p = (x[:, 1:] for x in goal_probability(handle, args.task, r["rgb"]))
+            direct, p = (
+                x[:, 1:] for x in goal_probability(handle, args.task, r["rgb"], negatives=negatives)
+            )
             ret = float((direct * r["live"]).sum(1).mean())
             bins = by_view(p, r["visible"], r["distance"], r["live"])
             cells = " | ".join(f"{m:.3f} ({f:.0%})" for m, f in bins.values())

@@ -1,21 +1,25 @@
 """Table 1 in miniature: PPO + self-imitation trained by the MineCLIP reward vs manual vs sparse.
 
-    python -m experiments.table1.table1                          # train, evaluate, report (resumable)
-    python -m experiments.table1.table1 --time-limit-min 170     # stop cleanly; rerun the same line to go on
+    python -m experiments.table1.table1 --time-limit-min 170     # train, evaluate, report; rerun to go on
     python -m experiments.table1.table1 --steps report           # table + curves from what exists
-    python -m experiments.table1.table1 --tasks "hunt a cow" --rewards manual sparse   # one pair
+    python -m experiments.table1.table1 --tasks "hunt a cow" --rewards mineclip manual   # one pair
 
-Every run uses the same network, seed, PPO + SI settings and env-step budget; only `--reward`
-differs. As in the paper ("policy networks of all methods share the same architecture"), every
-run's policy sees the frozen MineCLIP frame features as its image input (`--mineclip-ckpt`, no
-trainable CNN); `--reward mineclip` also takes the Direct reward over the 16-frame window from the
-same per-frame features. `--no-shared-features` gives manual and sparse the trainable CNN instead. Each run is its own
-`python -m agents.ppo` process writing to `runs_dir/<task>/<reward>/seed<k>`; a stopped run is
-resumed from its checkpoint, a finished one is skipped. Each final policy is evaluated with
-`python -m agents.evaluate` (`--episodes` episodes, Wilson 95% intervals). The report is a
-Markdown table (success rate with CI per task and reward), the paper's paired t-test of MineCLIP vs
-manual (and vs sparse) across tasks, the issue's goal check, and one PNG of learning curves per
-task.
+The paper's eight programmatic tasks (Animal-Zoo and Mob-Combat), three rewards, three seeds
+each. Every run of a task uses the same network, budget and PPO + SI settings: `agents.ppo`'s
+defaults (the policy sees its own frames through the patch encoder, a GRU core, the 22 combo
+actions, normalised returns, the success-bonus rule, SI on successes) plus its group's recipe
+(`RECIPES`); only `--reward` differs. The MineCLIP run adds the shipped MineCLIP-mini reward
+(`--mineclip-ckpt mini --no-mineclip-features`: MineCLIP pays, it is not the policy's input) with
+the `wander` phrasings as extra negatives (experiments/table1/README.md says why).
+
+A (task, reward)'s seeds train in one `python -m agents.ppo --seeds K` process (one compiled
+program; `--no-one-program`: one process per seed), writing `runs_dir/<task>/<reward>/seed<s>`;
+a stopped run resumes from its checkpoint, a finished one is skipped. Each final policy is
+evaluated with `python -m agents.evaluate` (`--episodes` episodes, Wilson 95% intervals) on
+worlds generated from a seed no run trained on (`EVAL_WORLD_SEED`). The report: per-seed and
+pooled success rates per task and reward, the untrained policy, the paper's paired t-tests
+(MineCLIP vs manual, MineCLIP vs sparse, over the tasks), the issue's goal check, and learning
+curves with a band over the seeds.
 """
 
 from __future__ import annotations
@@ -37,36 +41,68 @@ import tyro
 from envs.stats import paired_t_test, wilson_interval
 
 ANIMAL_ZOO = ("milk a cow", "hunt a cow", "shear a sheep", "hunt a sheep")
+MOB_COMBAT = ("combat a spider", "combat a zombie", "combat a zombie pigman", "combat an enderman")
+WANDER = ("walk around", "wander around", "explore the area", "look around", "roam about")
+"""data.synthetic's `wander` phrasings: extra negatives of the MineCLIP reward, so that walking
+with the camera pitched at grass is not "hunt a cow" (experiments/table1/findings.md)."""
+EVAL_WORLD_SEED = 10_000
+"""Evaluation worlds are generated from EVAL_WORLD_SEED + seed; training used the run's seed."""
 Reward = Literal["mineclip", "manual", "sparse"]
 Step = Literal["train", "evaluate", "report", "diagnose"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """What a task group's runs share beyond agents.ppo's defaults."""
+
+    total_steps: int  # env steps per run
+    action_repeat: int  # game ticks per env step
+    episode_ticks: int  # episode limit in game ticks
+    flags: tuple[str, ...] = ()  # further agents.ppo flags
+
+
+RECIPES = {
+    # the hunt-a-cow recipe of experiments/pixels: 500-tick episodes of 125 decisions, the
+    # critic sees the target and the time left, the policy's features learn where the animal is
+    "animal_zoo": Recipe(
+        327_680, 4, 500, ("--privileged-critic", "--critic-time-left", "--aux-coef", "1")
+    ),  # fmt: skip
+    # agents.ppo's default job (combat a zombie): 200-tick episodes, one tick per step
+    "mob_combat": Recipe(65_536, 1, 200),
+}
+
+
+def group_of(task: str) -> str:
+    """The task group (a RECIPES key) of a Table 1 task, or of a group's own name."""
+    if task in RECIPES:
+        return task
+    if task in ANIMAL_ZOO:
+        return "animal_zoo"
+    if task in MOB_COMBAT:
+        return "mob_combat"
+    raise SystemExit(f"error: {task!r} is not one of Table 1's tasks: {ANIMAL_ZOO + MOB_COMBAT}")
 
 
 @dataclasses.dataclass(frozen=True)
 class Args:
     """python -m experiments.table1.table1 --time-limit-min 60"""
 
-    tasks: tuple[str, ...] = ANIMAL_ZOO
-    """task prompts (one row each)"""
+    tasks: tuple[str, ...] = ANIMAL_ZOO + MOB_COMBAT
+    """task prompts (one row each; each trains with its group's recipe, RECIPES)"""
     rewards: tuple[Reward, ...] = ("mineclip", "manual", "sparse")
     """training rewards compared (one column each)"""
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0, 1, 2)
     """seeds per (task, reward); the paper uses three"""
-    total_steps: int = 512_000
-    """env steps per run (the same budget for every run; a whole number of num_envs x 64-step updates)"""
+    one_program: bool = True
+    """train a (task, reward)'s seeds in one agents.ppo process (--seeds K: one compiled program); the seeds must be consecutive"""
+    total_steps: int | None = None
+    """env steps per run (default: the task group's, RECIPES); a whole number of num_envs x 64-step updates"""
     num_envs: int = 16
     """parallel envs per run"""
     mineclip_ckpt: str = "mini"
-    """MineCLIP checkpoint (a shipped name, a native dir or attn.pth): the reward of the mineclip runs and the image features of every run"""
-    mineclip_negatives: tuple[str, ...] = ()
+    """MineCLIP checkpoint of the mineclip runs' reward (a shipped name or a native dir)"""
+    mineclip_negatives: tuple[str, ...] = WANDER
     """prompts added to the paper's 12 as negatives of the mineclip runs' reward (agents.ppo --mineclip-negatives)"""
-    shared_features: bool = True
-    """every reward's policy sees the frozen MineCLIP features (the paper's shared architecture); off: manual and sparse train a CNN on the frames"""
-    action_repeat: int = 4
-    """game ticks per env step (the paper's 500-tick episodes are 125 steps)"""
-    episode_ticks: int = 500
-    """episode length in game ticks"""
-    privileged_critic: bool = True
-    """the critic (never the policy) also sees the target's simulator features, for every reward"""
     extra: tuple[str, ...] = ()
     """further `agents.ppo` flags appended to every run, e.g. --extra=--aux-coef 0 (the "=" keeps the first from being read as a flag of this script)"""
     runs_dir: str = "runs/table1"
@@ -90,7 +126,12 @@ class Args:
 
 
 def run_dir(args: Args, task: str, reward: str, seed: int) -> Path:
-    return Path(args.runs_dir) / task.replace(" ", "_") / reward / f"seed{seed}"
+    return reward_dir(args, task, reward) / f"seed{seed}"
+
+
+def reward_dir(args: Args, task: str, reward: str) -> Path:
+    """The `--out` of a one-program run (agents.ppo --seeds puts seed s in `seed<s>/`)."""
+    return Path(args.runs_dir) / task.replace(" ", "_") / reward
 
 
 def rollout_steps(args: Args) -> int:
@@ -98,41 +139,69 @@ def rollout_steps(args: Args) -> int:
     return 16 if args.smoke else 64
 
 
+def budget(args: Args, task: str) -> int:
+    """Env steps per run of `task`: --total-steps, else its group's."""
+    if args.total_steps is not None:
+        return args.total_steps
+    return 512 if args.smoke else RECIPES[group_of(task)].total_steps
+
+
 def validate(args: Args) -> None:
-    """Checks the budget before any run starts (agents.ppo would refuse it only once launched)."""
+    """Checks the tasks, budgets and seeds before any run starts (agents.ppo would refuse a
+    budget only once launched)."""
     per_update = args.num_envs * rollout_steps(args)
-    if args.total_steps <= 0 or args.total_steps % per_update:
-        lo = max(args.total_steps // per_update, 1) * per_update
-        raise SystemExit(
-            f"error: --total-steps {args.total_steps} is not a positive whole number of updates of "
-            f"--num-envs {args.num_envs} x {rollout_steps(args)} steps = {per_update} env steps; "
-            f"pass --total-steps {lo} or {lo + per_update}"
-        )
+    for task in args.tasks:
+        total = budget(args, task)
+        if total <= 0 or total % per_update:
+            lo = max(total // per_update, 1) * per_update
+            raise SystemExit(
+                f"error: --total-steps {total} is not a positive whole number of updates of "
+                f"--num-envs {args.num_envs} x {rollout_steps(args)} steps = {per_update} env "
+                f"steps; pass --total-steps {lo} or {lo + per_update}"
+            )
+    seeds = list(args.seeds)
+    if args.one_program and seeds != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise SystemExit(f"error: --seeds {' '.join(map(str, seeds))} are not consecutive, which one "
+                         "program (agents.ppo --seeds K) needs; pass --no-one-program")  # fmt: skip
 
 
-def ppo_flags(args: Args, task: str, reward: str, seed: int) -> list[str]:
-    """The `agents.ppo` command line of one run; only --reward (and its checkpoint) varies."""
-    steps_per_episode = args.episode_ticks // args.action_repeat
-    num_steps = str(rollout_steps(args))
-    world, pool = ("16", "2") if args.smoke else ("32", "4")
+def ppo_flags(
+    args: Args,
+    task: str,
+    reward: str,
+    seed: int,
+    num_seeds: int = 1,
+    *,
+    stages: str = "",
+    total_steps: int | None = None,
+    out: Path | None = None,
+) -> list[str]:
+    """The `agents.ppo` command line of one run (`num_seeds` > 1: seeds seed.. in one program,
+    in `reward_dir`); only --reward and the MineCLIP reward's flags vary between rewards.
+    `task` may be a group (with `stages`, a multi-task run; `total_steps` per stage, `out`)."""
+    recipe = RECIPES[group_of(task)]
+    ticks = min(recipe.episode_ticks, 64) if args.smoke else recipe.episode_ticks
+    world, pool = ("16", "2") if args.smoke else ("32", "8")
+    if out is None:
+        out = reward_dir(args, task, reward) if num_seeds > 1 else run_dir(args, task, reward, seed)
+    total = budget(args, task) if total_steps is None else total_steps
     flags = [
         "--task", task, "--reward", reward, "--seed", str(seed),
-        "--total-steps", str(args.total_steps), "--num-envs", str(args.num_envs),
-        "--num-steps", num_steps, "--num-minibatches", "2", "--update-epochs", "4",
-        "--max-episode-steps", str(args.episode_ticks), "--action-repeat", str(args.action_repeat),
-        "--si-max-len", str(steps_per_episode), "--world-size", world, "--world-pool", pool,
-        "--image-size", "32", "48", "--cnn", "nature", "--checkpoint-every", "20",
-        "--video-every", "-1", "--no-progress", "--final-eval-episodes", "4" if args.smoke else "32",
-        "--privileged-critic" if args.privileged_critic else "--no-privileged-critic",
-        "--out", str(run_dir(args, task, reward, seed)),
-        # the recipe of the recorded table (agents.ppo's defaults before issue 41)
-        "--action-space", "compact", "--core-size", "0", "--no-norm-returns",
-        "--lr-final-frac", "0", "--success-bonus", "10",
+        "--total-steps", str(total), "--num-envs", str(args.num_envs),
+        "--num-steps", str(rollout_steps(args)), "--max-episode-steps", str(ticks),
+        "--action-repeat", str(recipe.action_repeat), "--world-size", world, "--world-pool", pool,
+        "--checkpoint-every", "20", "--video-every", "-1", "--no-progress",
+        "--final-eval-episodes", "4" if args.smoke else "32",
+        *recipe.flags, "--out", str(out),
     ]  # fmt: skip
-    if reward == "mineclip" or args.shared_features:
-        flags += ["--mineclip-ckpt", args.mineclip_ckpt]
-    if reward == "mineclip" and args.mineclip_negatives:
-        flags += ["--mineclip-negatives", *args.mineclip_negatives]
+    if num_seeds > 1:
+        flags[flags.index("--seed") + 2 : flags.index("--seed") + 2] = ["--seeds", str(num_seeds)]
+    if stages:
+        flags[2:2] = ["--stages", stages]
+    if reward == "mineclip":
+        flags += ["--mineclip-ckpt", args.mineclip_ckpt, "--no-mineclip-features"]
+        if args.mineclip_negatives:
+            flags += ["--mineclip-negatives", *args.mineclip_negatives]
     return flags + list(args.extra)
 
 
@@ -151,31 +220,52 @@ def _has_checkpoint(out: Path) -> bool:
     return ckpts.is_dir() and any(p.name.isdigit() for p in ckpts.iterdir())
 
 
+def _jobs(args: Args):
+    """(task, reward, first seed, number of seeds, out): the agents.ppo processes to run."""
+    for task in args.tasks:
+        for reward in args.rewards:
+            if args.one_program and len(args.seeds) > 1:
+                yield task, reward, args.seeds[0], len(args.seeds), reward_dir(args, task, reward)
+            else:
+                for seed in args.seeds:
+                    yield task, reward, seed, 1, run_dir(args, task, reward, seed)
+
+
 def train(args: Args) -> bool:
     """Runs (or resumes) every unfinished run in turn; False when the time limit stopped it."""
     start = time.monotonic()
-    for task in args.tasks:
-        for reward in args.rewards:
-            for seed in args.seeds:
-                out = run_dir(args, task, reward, seed)
-                if _finished(out, args.total_steps):
-                    continue
-                cmd = [sys.executable, "-m", "agents.ppo", *ppo_flags(args, task, reward, seed)]
-                if _has_checkpoint(out):
-                    cmd.append("--resume")
-                elif out.exists():  # a run killed before its first checkpoint: start it again
-                    shutil.rmtree(out)
-                if args.time_limit_min > 0:
-                    left = args.time_limit_min - (time.monotonic() - start) / 60
-                    if left < 1.0:
-                        print(f"time limit reached; rerun to resume ({out})", flush=True)
-                        return False
-                    cmd += ["--time-limit-min", f"{left:.2f}"]
-                print("$", " ".join(cmd[1:]), flush=True)
-                subprocess.run(cmd, check=True)
-                if not _finished(out, args.total_steps):
-                    return False  # the run stopped at the time limit
+    for task, reward, seed, k, out in _jobs(args):
+        seed_dirs = [run_dir(args, task, reward, seed + i) for i in range(k)]
+        if all(_finished(d, budget(args, task)) for d in seed_dirs):
+            continue
+        cmd = [sys.executable, "-m", "agents.ppo", *ppo_flags(args, task, reward, seed, k)]
+        if any(_has_checkpoint(d) for d in seed_dirs):
+            cmd.append("--resume")
+        elif out.exists():  # a run killed before its first checkpoint: start it again
+            shutil.rmtree(out)
+        if args.time_limit_min > 0:
+            left = args.time_limit_min - (time.monotonic() - start) / 60
+            if left < 1.0:
+                print(f"time limit reached; rerun to resume ({out})", flush=True)
+                return False
+            cmd += ["--time-limit-min", f"{left:.2f}"]
+        print("$", " ".join(cmd[1:]), flush=True)
+        subprocess.run(cmd, check=True)
+        if not all(_finished(d, budget(args, task)) for d in seed_dirs):
+            return False  # the run stopped at the time limit
     return True
+
+
+def evaluate_command(args: Args, task: str, reward: str, seed: int) -> list[str]:
+    """`agents.evaluate` of one finished run: its final policy on worlds of a seed it never
+    trained on (EVAL_WORLD_SEED + seed), episodes keyed by another."""
+    out = run_dir(args, task, reward, seed)
+    return [
+        "-m", "agents.evaluate", "--tasks", task, "--policy", str(out),
+        "--episodes", str(args.episodes), "--num-envs", str(min(args.num_envs, 16)),
+        "--seed", str(1000 + seed), "--env-options", f"seed={EVAL_WORLD_SEED + seed}",
+        "--out-dir", str(out / "eval"), "--videos-per-task", "0" if args.smoke else "1",
+    ]  # fmt: skip
 
 
 def evaluate(args: Args) -> None:
@@ -184,16 +274,14 @@ def evaluate(args: Args) -> None:
         for reward in args.rewards:
             for seed in args.seeds:
                 out = run_dir(args, task, reward, seed)
-                if not _finished(out, args.total_steps) or (out / "eval" / "results.csv").exists():
+                if (
+                    not _finished(out, budget(args, task))
+                    or (out / "eval" / "results.csv").exists()
+                ):
                     continue
-                cmd = [
-                    sys.executable, "-m", "agents.evaluate", "--tasks", task, "--policy", str(out),
-                    "--episodes", str(args.episodes), "--num-envs", str(min(args.num_envs, 16)),
-                    "--seed", str(1000 + seed), "--out-dir", str(out / "eval"),
-                    "--videos-per-task", "0" if args.smoke else "1",
-                ]  # fmt: skip
-                print("$", " ".join(cmd[1:]), flush=True)
-                subprocess.run(cmd, check=True)
+                cmd = evaluate_command(args, task, reward, seed)
+                print("$", " ".join(cmd), flush=True)
+                subprocess.run([sys.executable, *cmd], check=True)
 
 
 def read_result(out: Path) -> dict | None:
@@ -217,31 +305,63 @@ def _cell(r: dict | None) -> str:
     return f"{100 * r['rate']:.1f}% [{100 * r['low']:.1f}, {100 * r['high']:.1f}]"
 
 
+def _pool(results: list[dict | None]) -> dict | None:
+    """Seeds' results pooled: their episodes and successes summed (the CI covers all of them)."""
+    rs = [r for r in results if r is not None]
+    if not rs:
+        return None
+    eps, succ = sum(r["episodes"] for r in rs), sum(r["successes"] for r in rs)
+    low, high = wilson_interval(succ, eps)
+    return {"episodes": eps, "successes": succ, "rate": succ / eps, "low": low, "high": high,
+            "seeds": len(rs)}  # fmt: skip
+
+
+def untrained_result(out: Path, task: str) -> dict | None:
+    """The untrained policy's final evaluation of a run (summary.json), as `read_result` gives."""
+    path = out / "summary.json"
+    if not path.exists():
+        return None
+    tasks = json.loads(path.read_text()).get("final_eval", {}).get("tasks", {})
+    r = tasks.get(task, {}).get("untrained")
+    if r is None:
+        return None
+    low, high = r["ci95"]
+    return {"episodes": r["episodes"], "successes": r["successes"], "rate": r["success_rate"],
+            "low": low, "high": high}  # fmt: skip
+
+
 def report(args: Args) -> dict:
-    """The Markdown table, the t-tests, the goal check and the curves; returns the numbers."""
+    """The Markdown tables (pooled and per seed), the t-tests, the goal check and the curves;
+    returns the numbers."""
     seed_results = {
         (t, rw): [read_result(run_dir(args, t, rw, s)) for s in args.seeds]
         for t in args.tasks
         for rw in args.rewards
     }
-    # Several seeds: pool their episodes (the CI then covers all of them).
-    pooled = {}
-    for key, rs in seed_results.items():
-        rs = [r for r in rs if r is not None]
-        if not rs:
-            pooled[key] = None
-            continue
-        eps, succ = sum(r["episodes"] for r in rs), sum(r["successes"] for r in rs)
-        low, high = wilson_interval(succ, eps)
-        pooled[key] = {"episodes": eps, "successes": succ, "rate": succ / eps, "low": low,
-                       "high": high}  # fmt: skip
+    pooled = {key: _pool(rs) for key, rs in seed_results.items()}
+    # the untrained policy: every run's own initial policy (the same network and seeds for the
+    # three rewards), pooled over the runs' final evaluations
+    untrained = {t: _pool([untrained_result(run_dir(args, t, rw, s), t) for rw in args.rewards
+                           for s in args.seeds]) for t in args.tasks}  # fmt: skip
     lines = [
-        "| task | " + " | ".join(f"{rw} reward" for rw in args.rewards) + " |",
-        "|---|" + "---|" * len(args.rewards),
+        f"Success rate of each final policy, {len(args.seeds)} seeds pooled ({args.episodes} "
+        "evaluation episodes per seed, Wilson 95%):",
+        "",
+        "| task | " + " | ".join(f"{rw} reward" for rw in args.rewards) + " | untrained policy |",
+        "|---|" + "---|" * (len(args.rewards) + 1),
     ]
     for t in args.tasks:
-        lines.append(f"| {t} | " + " | ".join(_cell(pooled[t, rw]) for rw in args.rewards) + " |")
-    numbers = {"table": {f"{t} / {rw}": pooled[t, rw] for t in args.tasks for rw in args.rewards}}
+        cells = [_cell(pooled[t, rw]) for rw in args.rewards] + [_cell(untrained[t])]
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    lines += ["", "Per seed (success rate of 100 episodes each):", "",
+              "| task | reward | " + " | ".join(f"seed {s}" for s in args.seeds) + " |",
+              "|---|---|" + "---|" * len(args.seeds)]  # fmt: skip
+    for t in args.tasks:
+        for rw in args.rewards:
+            cells = [("—" if r is None else f"{100 * r['rate']:.0f}%") for r in seed_results[t, rw]]
+            lines.append(f"| {t} | {rw} | " + " | ".join(cells) + " |")
+    numbers = {"table": {f"{t} / {rw}": pooled[t, rw] for t in args.tasks for rw in args.rewards},
+               "untrained": untrained}  # fmt: skip
     complete = [t for t in args.tasks if all(pooled[t, rw] for rw in args.rewards)]
     if "mineclip" in args.rewards and complete:
         for other in [rw for rw in ("manual", "sparse") if rw in args.rewards]:
@@ -256,31 +376,21 @@ def report(args: Args) -> dict:
                 f"difference {100 * (np.mean(a) - np.mean(b)):+z.1f} points)."
             )
         if {"manual", "sparse"} <= set(args.rewards):
-            at_manual = sum(
-                pooled[t, "mineclip"]["rate"] >= pooled[t, "manual"]["low"] for t in complete
-            )
-            above_sparse = sum(
-                pooled[t, "mineclip"]["rate"] > pooled[t, "sparse"]["rate"] for t in complete
-            )
-            numbers["goal"] = {"at_or_above_manual_low": at_manual, "above_sparse": above_sparse}
-            lines.append(
-                f"\nGoal check: MineCLIP at or above manual's lower CI bound on {at_manual} of "
-                f"{len(complete)} tasks (goal 2 of 4); above sparse on {above_sparse} of "
-                f"{len(complete)} (goal all)."
-            )
+            lines.append(goal_check(pooled, complete, numbers))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    # each run's own budget (summary.json); --total-steps for runs not trained yet
-    budgets = {t: sorted({_env_steps(run_dir(args, t, rw, s)) or args.total_steps
+    # each run's own budget (summary.json); the task's budget for runs not trained yet
+    budgets = {t: sorted({_env_steps(run_dir(args, t, rw, s)) or budget(args, t)
                           for rw in args.rewards for s in args.seeds}) for t in args.tasks}  # fmt: skip
     if len({tuple(b) for b in budgets.values()}) == 1 and len(budgets[args.tasks[0]]) == 1:
-        budget = f"{budgets[args.tasks[0]][0]:,} env steps per run"
+        spent = f"{budgets[args.tasks[0]][0]:,} env steps per run"
     else:  # tasks (or runs) trained with different budgets
-        budget = "env steps per run: " + "; ".join(
+        spent = "env steps per run: " + "; ".join(
             f"{t} {', '.join(f'{n:,}' for n in b)}" for t, b in budgets.items()
         )
     lines.append(
-        f"\n{budget}, seeds {list(args.seeds)}, {args.episodes} evaluation episodes per policy; "
-        f"load average at report time {load}."
+        f"\n{spent}, seeds {list(args.seeds)}, {args.episodes} evaluation episodes per policy on "
+        f"worlds of seed {EVAL_WORLD_SEED} + the run's seed (training used the run's seed); load "
+        f"average at report time {load}."
     )
     text = "\n".join(lines) + "\n"
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
@@ -290,19 +400,44 @@ def report(args: Args) -> dict:
     return numbers
 
 
+def goal_check(pooled: dict, complete: list[str], numbers: dict) -> str:
+    """Issue 37's goal: MineCLIP at or above manual's lower CI bound, and above sparse's upper
+    CI bound, each on at least 6 of the 8 tasks (3/4 of the tasks compared); the misses named
+    with their margins."""
+    at_manual = [t for t in complete if pooled[t, "mineclip"]["rate"] >= pooled[t, "manual"]["low"]]
+    above_sparse = [
+        t for t in complete if pooled[t, "mineclip"]["rate"] > pooled[t, "sparse"]["high"]
+    ]
+    need = -(-3 * len(complete) // 4)
+    numbers["goal"] = {"at_or_above_manual_low": len(at_manual),
+                       "above_sparse_high": len(above_sparse), "needed": need}  # fmt: skip
+    misses = [
+        f"{t}: {100 * (pooled[t, 'manual']['low'] - pooled[t, 'mineclip']['rate']):.1f} "
+        "points below manual's lower bound"
+        for t in complete
+        if t not in at_manual
+    ]
+    misses += [f"{t}: {100 * (pooled[t, 'sparse']['high'] - pooled[t, 'mineclip']['rate']):.1f} "
+               "points short of sparse's upper bound" for t in complete if t not in above_sparse]  # fmt: skip
+    text = (f"\nGoal check: MineCLIP at or above manual's lower CI bound on {len(at_manual)} of "
+            f"{len(complete)} tasks, above sparse's upper CI bound on {len(above_sparse)} of "
+            f"{len(complete)} (goal: {need} of {len(complete)} each).")  # fmt: skip
+    return text + (" Missed: " + "; ".join(misses) + "." if misses else "")
+
+
 def cross_scores(runs: dict[str, Path], episodes: int, seed: int) -> dict:
     """Every policy scored by every reward: `runs` maps a reward name to a finished run of one
     task; each run's trained policy, and the untrained one, play the same `episodes` episodes
     of that task under each run's own env and reward (`agents.final_eval`: the same worlds and
     keys for all) -> {reward: {policy: {"success_rate", "return", "return_without_bonus"}}}.
-    The policies must share one architecture (the Table 1 runs do: the frozen MineCLIP
-    features), so that any run's parameters act in any other run's learner. Whatever env a
+    The policies must share one architecture (the Table 1 runs do: one network for the three
+    rewards, MineCLIP only paying), so that any run's parameters act in any other run's learner. Whatever env a
     policy plays in, it meets the same episodes, so its success rate must agree across rewards.
     `return_without_bonus` is the mean return minus the success bonus of each success (every
     reward adds it once, when an Animal-Zoo episode succeeds and ends)."""
     import jax
 
-    from agents import final_eval
+    from agents import adapters, final_eval
     from agents.checkpoints import load_run
 
     loaded = {rw: load_run(out) for rw, out in runs.items()}
@@ -312,19 +447,20 @@ def cross_scores(runs: dict[str, Path], episodes: int, seed: int) -> dict:
         if shape != next(iter(shapes.values())):
             raise ValueError(
                 f"the {rw!r} run's policy has another architecture than the others; diagnose "
-                "needs runs that share it (Table 1's shared frozen features, not "
-                "--no-shared-features)"
+                "needs runs that share it (the Table 1 runs of one task)"
             )
     untrained = built0.learner.init_params_only(jax.random.PRNGKey(cfg0.seed))
     policies = {"untrained": untrained, **{f"trained by {rw}": r.params
                                           for rw, (_, _, r) in loaded.items()}}  # fmt: skip
+    bonus = {rw: adapters.success_bonus(cfg, adapters.task_specs((cfg.task,)))
+             for rw, (cfg, _, _) in loaded.items()}  # fmt: skip
     out = {}
     for rw, (cfg, built, _) in loaded.items():
         result = final_eval.evaluate_policies(built, policies, episodes, seed, (cfg.task,))
         (by_policy,) = result["tasks"].values()
         out[rw] = {
             name: {"success_rate": sc.success_rate, "return": sc.mean_return,
-                   "return_without_bonus": sc.mean_return - cfg.success_bonus * sc.success_rate}
+                   "return_without_bonus": sc.mean_return - bonus[rw] * sc.success_rate}
             for name, sc in by_policy.items()
         }  # fmt: skip
     return out
@@ -338,7 +474,7 @@ def diagnose(args: Args) -> dict:
     text, numbers = ["# Table 1 diagnosis: each policy scored by each reward\n"], {}
     for task in args.tasks:
         runs = {rw: run_dir(args, task, rw, args.seeds[0]) for rw in args.rewards}
-        if not all(_finished(out, args.total_steps) for out in runs.values()):
+        if not all(_finished(out, budget(args, task)) for out in runs.values()):
             continue
         scores = cross_scores(runs, args.diagnose_episodes, 2000 + args.seeds[0])
         numbers[task] = scores
@@ -378,7 +514,21 @@ def _curve(out: Path, window: int = 10) -> tuple[np.ndarray, np.ndarray]:
     return steps, num / np.maximum(den, 1.0)
 
 
+def seed_band(curves: list[tuple[np.ndarray, np.ndarray]], points: int = 100):
+    """Seeds' curves on one grid of env steps (up to where the shortest ends) -> (steps, mean,
+    min, max); None without two points."""
+    curves = [(x, y) for x, y in curves if len(x) > 1]
+    if not curves:
+        return None
+    end = min(x[-1] for x, _ in curves)
+    grid = np.linspace(max(x[0] for x, _ in curves), end, points)
+    ys = np.stack([np.interp(grid, x, y) for x, y in curves])
+    return grid, ys.mean(0), ys.min(0), ys.max(0)
+
+
 def plot_curves(args: Args) -> None:
+    """One panel per task: each reward's training success rate, the mean over seeds as a line
+    and their range as a band."""
     try:
         import matplotlib
     except ImportError:
@@ -388,20 +538,28 @@ def plot_curves(args: Args) -> None:
     import matplotlib.pyplot as plt
 
     colors = {"mineclip": "tab:green", "manual": "tab:blue", "sparse": "tab:orange"}
-    fig, axes = plt.subplots(1, len(args.tasks), figsize=(4 * len(args.tasks), 3.4), squeeze=False)
-    for ax, task in zip(axes[0], args.tasks):
+    cols = min(len(args.tasks), 4)
+    rows = -(-len(args.tasks) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
+    for ax, task in zip(axes.flat, args.tasks):
         for rw in args.rewards:
-            for k, seed in enumerate(args.seeds):
-                steps, rate = _curve(run_dir(args, task, rw, seed))
-                if len(steps):
-                    ax.plot(steps, rate, color=colors[rw], alpha=0.9,
-                            label=f"{rw} reward" if k == 0 else None)  # fmt: skip
-        ax.set(title=task, xlabel=f"env steps ({args.action_repeat} ticks each)",
-               ylabel="training success rate")  # fmt: skip
+            band = seed_band([_curve(run_dir(args, task, rw, s)) for s in args.seeds])
+            if band is None:
+                continue
+            x, mean, lo, hi = band
+            ax.plot(x, mean, color=colors[rw], label=f"{rw} reward")
+            ax.fill_between(x, lo, hi, color=colors[rw], alpha=0.2, linewidth=0)
+        repeat = RECIPES[group_of(task)].action_repeat
+        ax.set(title=task, xlabel=f"env steps ({repeat} tick{'s' if repeat > 1 else ''} each)",
+               ylabel="training success rate", ylim=(-0.02, 1.02))  # fmt: skip
         # "100k" ticks: full numbers (100000, 200000, ...) run into each other on a 4-inch axis
         ax.xaxis.set_major_formatter(lambda x, _pos: f"{x / 1000:g}k" if x else "0")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(args.tasks) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"mean over seeds {list(args.seeds)}, band: their range", fontsize=9)
     fig.tight_layout()
     Path(args.png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.png, dpi=100)
@@ -409,12 +567,11 @@ def plot_curves(args: Args) -> None:
 
 
 def resolved(args: Args) -> Args:
-    """`args` with --smoke's tiny budget applied (what every step of a smoke run uses)."""
+    """`args` with --smoke's tiny evaluation applied (`budget`, `rollout_steps` and `ppo_flags`
+    shrink the runs themselves)."""
     if not args.smoke:
         return args
-    return dataclasses.replace(args, total_steps=min(args.total_steps, 512),
-                               num_envs=min(args.num_envs, 4), episodes=min(args.episodes, 4),
-                               episode_ticks=min(args.episode_ticks, 64),
+    return dataclasses.replace(args, num_envs=min(args.num_envs, 4), episodes=min(args.episodes, 4),
                                diagnose_episodes=min(args.diagnose_episodes, 4))  # fmt: skip
 
 
