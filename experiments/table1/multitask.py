@@ -1,13 +1,14 @@
 """One multi-task agent per task group, trained by the MineCLIP-mini reward in two stages, as the
-paper trains its Animal-Zoo agent (App. G.3: two tasks per stage, the self-imitation buffer
-carried over, the policy head reset at stage 2), then evaluated on worlds it never saw, and shipped.
+paper trains its Animal-Zoo agent (App. G.3: the self-imitation buffer carried over, the policy
+head reset at stage 2, replay balanced over tasks), then evaluated on worlds it never saw, and
+shipped.
 
     python -m experiments.table1.multitask --group animal_zoo --time-limit-min 120   # rerun to resume
     python -m experiments.table1.multitask --group animal_zoo --ship                 # + agents/pretrained/animal-zoo
 
-Each stage trains its two tasks on half of the envs each, with Table 1's recipe for the group
-(`experiments.table1.table1.RECIPES`, `ppo_flags`) and twice a Table 1 run's budget per stage, so
-every task gets a Table 1 run's env steps. Evaluation: `python -m agents.evaluate` on each task of
+Stage 1 trains two tasks on half of the envs each; stage 2 adds the other two, the envs split
+four ways (`STAGES`). Table 1's recipe for the group (`experiments.table1.table1.RECIPES`,
+`ppo_flags`), `STAGE_BUDGETS` Table 1 runs' env steps per stage. Evaluation: `python -m agents.evaluate` on each task of
 the group, `--episodes` episodes on worlds of seed `EVAL_WORLD_SEED` (training: the run's seed).
 `--ship` exports the final policy with its card (tasks, stages, seeds, budget, evaluation, this
 command) into `agents/pretrained/<name>`, where `load_policy(name)` and `agents.evaluate --policy
@@ -30,9 +31,15 @@ from envs.stats import wilson_interval
 from experiments.table1 import table1
 
 STAGES = {
-    "animal_zoo": "milk a cow,hunt a cow;shear a sheep,hunt a sheep",
-    "mob_combat": "combat a spider,combat a zombie;combat a zombie pigman,combat an enderman",
+    "animal_zoo": "milk a cow,hunt a cow;milk a cow,hunt a cow,shear a sheep,hunt a sheep",
+    "mob_combat": "combat a spider,combat a zombie;"
+    "combat a spider,combat a zombie,combat a zombie pigman,combat an enderman",
 }
+"""Stage 1 trains two tasks; stage 2 adds the other two and keeps training the first two (the
+paper's stage 2 trains only its new tasks: here that forgot stage 1's, README)."""
+STAGE_BUDGETS = 3
+"""Env steps per stage, in Table 1 runs' budgets: stage 2's new tasks get 3/4 of a Table 1 run's
+env steps each, stage 1's tasks 2 1/4."""
 SHIPPED_NAME = {"animal_zoo": "animal-zoo", "mob_combat": "mob-combat"}
 Step = Literal["train", "evaluate", "report"]
 
@@ -48,7 +55,7 @@ class Args:
     seed: int = 0
     """training seed (its worlds, params, sampling)"""
     steps_per_stage: int | None = None
-    """env steps per stage (default: twice the group's Table 1 budget, so each task gets one run's)"""
+    """env steps per stage (default: STAGE_BUDGETS times the group's Table 1 budget)"""
     runs_dir: str = "runs/multitask"
     """where the run and its evaluations go"""
     episodes: int = 100
@@ -74,7 +81,9 @@ def table_args(args: Args) -> table1.Args:
 
 
 def _tasks(args: Args) -> tuple[str, ...]:
-    return tuple(t.strip() for s in STAGES[args.group].split(";") for t in s.split(","))
+    """The group's tasks, each once, in the order the stages first train them."""
+    tasks = (t.strip() for s in STAGES[args.group].split(";") for t in s.split(","))
+    return tuple(dict.fromkeys(tasks))
 
 
 def run_dir(args: Args) -> Path:
@@ -82,12 +91,12 @@ def run_dir(args: Args) -> Path:
 
 
 def stage_budget(args: Args) -> int:
-    """Env steps per stage: --steps-per-stage, else two Table 1 runs' (one per task)."""
+    """Env steps per stage: --steps-per-stage, else STAGE_BUDGETS Table 1 runs'."""
     if args.steps_per_stage is not None:
         return args.steps_per_stage
     if args.smoke:
         return 128  # two updates of 4 envs x 16 steps
-    return 2 * table1.budget(table_args(args), args.group)
+    return STAGE_BUDGETS * table1.budget(table_args(args), args.group)
 
 
 def ppo_command(args: Args) -> list[str]:

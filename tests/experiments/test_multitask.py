@@ -13,8 +13,11 @@ from experiments.table1 import multitask, table1
 def test_the_command_is_table1s_recipe_in_two_stages():
     args = multitask.Args()
     cmd = multitask.ppo_command(args)
-    assert cmd[cmd.index("--stages") + 1] == "milk a cow,hunt a cow;shear a sheep,hunt a sheep"
-    assert cmd[cmd.index("--total-steps") + 1] == str(2 * table1.RECIPES["animal_zoo"].total_steps)
+    stages = cmd[cmd.index("--stages") + 1]
+    assert stages == "milk a cow,hunt a cow;milk a cow,hunt a cow,shear a sheep,hunt a sheep"
+    assert multitask._tasks(args) == table1.ANIMAL_ZOO  # each task once
+    assert cmd[cmd.index("--total-steps") + 1] == str(3 * table1.RECIPES["animal_zoo"].total_steps)
+    assert multitask._tasks(multitask.Args(group="mob_combat")) == table1.MOB_COMBAT
     assert cmd[cmd.index("--reward") + 1] == "mineclip" and "--no-mineclip-features" in cmd
     single = table1.ppo_flags(table1.Args(), "hunt a cow", "mineclip", 0)
     recipe = set(single) - {"hunt a cow", str(table1.RECIPES["animal_zoo"].total_steps),
