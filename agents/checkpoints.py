@@ -235,7 +235,8 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None):
 
 def export_policy(run_dir: str | os.PathLike, out_dir: str | os.PathLike, card: dict) -> Path:
     """Write a run's newest intact policy as a shipped-agent directory (`agents.pretrained`):
-    its config, parameters, the `card` with the run's env steps and update added, checksums.
+    its config, parameters, the `card` with the checkpoint's env steps and update added (those of
+    its stage in a multi-stage run), checksums.
     Only the policy's parameters travel: no optimizer state, SI buffer or env state."""
     cfg, _, runner = load_run(run_dir)
     card = {**card, "env_steps": int(runner.env_steps), "update": int(runner.update_step)}

@@ -218,6 +218,7 @@ def ship(args: Args) -> Path:
         "evaluation_world_seed": table1.EVAL_WORLD_SEED + args.seed,
         "evaluation": res,
         "env_steps_per_stage": stage_budget(args),
+        "env_steps_total": json.loads((run_dir(args) / "summary.json").read_text())["env_steps"],
         "rebuild": f"python -m experiments.table1.multitask --group {args.group} --seed "
         f"{args.seed} --ship",
         "train_command": "python " + " ".join(ppo_command(args)),

@@ -22,5 +22,6 @@ def test_quickstart_notebook_runs_in_tiny_mode(tmp_path, monkeypatch):
         o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
     )
     assert "tiny mode" in outputs and "hunt a cow" in outputs
+    assert "policy animal-zoo" in outputs and "hunt_sheep" in outputs  # the shipped agent played
     assert (tmp_path / "run" / "metrics.jsonl").exists()
     assert (tmp_path / "run" / "checkpoints").exists()
