@@ -167,9 +167,16 @@ def test_si_insert_replaces_lowest_and_store_roundtrip():
     assert sorted(np.asarray(b3.ret)) == [0.5, 3.0]
 
 
-def _insert_one(buf, ret, success, task, balance, num_tasks=4, use_jit=False):
+@functools.cache
+def _si_insert(num_tasks, balance, use_jit):
+    """si.insert with its static keywords bound, jitted once per combination (a fresh jit
+    wrapper per call would trace and compile every offer again)."""
     fn = functools.partial(si.insert, num_tasks=num_tasks, balance_tasks=balance)
-    fn = jax.jit(fn) if use_jit else fn
+    return jax.jit(fn) if use_jit else fn
+
+
+def _insert_one(buf, ret, success, task, balance, num_tasks=4, use_jit=False):
+    fn = _si_insert(num_tasks, balance, use_jit)
     return fn(buf, {"x": jnp.full((3, 1), ret)}, jnp.zeros((3, 1), jnp.int32),
               jnp.zeros((3, 1), jnp.int32), 1, ret, success, task, 0.0)  # fmt: skip
 
