@@ -313,11 +313,16 @@ class VoxelVectorEnv(gym.vector.VectorEnv):
         where = NamedSharding(self.mesh, P()) if split else self.mesh.devices.flat[0]
         self._params = jax.device_put(self.params, where)
         self._states_at = parallel.env_sharding(self.mesh) if split else where
+        # The step returns its key replicated over the mesh; a key that came in placed
+        # otherwise (a fresh one, on the default device) is another input type, and the step
+        # program would be traced and compiled twice.
+        self._key_at = where
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
             self._key = jax.random.key(check_seed(seed))
         self._key, k = jax.random.split(self._key)
+        self._key = jax.device_put(self._key, self._key_at)
         obs, self._states = _reset_batch(
             jax.random.split(k, self.num_envs), self.params, self.static
         )

@@ -87,3 +87,26 @@ def test_vector_env_steps_as_before_with_final_obs_on_the_truncating_step():
             assert not np.array_equal(info["final_obs"]["rgb"], obs["rgb"])
         else:
             assert "final_obs" not in info
+
+
+def test_the_step_program_is_traced_once_from_the_first_step_on(monkeypatch):
+    """The key the step returns is replicated over the env mesh; reset places the env's key
+    there too, so the first step's inputs have the types of every later step's and the step
+    program is traced and compiled once, not twice (a second compile of the world)."""
+    traces, step_once = [], G.step_autoreset_batch_once
+
+    def counted(*args):
+        traces.append(1)  # runs when the step program is traced, never when it is run
+        return step_once(*args)
+
+    monkeypatch.setattr(G, "step_autoreset_batch_once", counted)
+    G._vector_step.cache_clear()  # a fresh program, traced by this env's steps only
+    small = {f.name: getattr(STATIC, f.name) for f in dataclasses.fields(STATIC)}
+    vec = envs.make_vector("hunt a cow", N, max_steps=4, **small)  # split over the test's CPUs
+    actions = np.tile(spaces.NOOP_ACTION, (N, 1))
+    for seed in (1, 2):  # a reset's new key is placed the same way
+        vec.reset(seed=seed)
+        for _ in range(3):
+            vec.step(actions)
+    G._vector_step.cache_clear()  # the next env's program traces the unpatched step
+    assert len(traces) == 1
