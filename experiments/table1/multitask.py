@@ -167,8 +167,7 @@ def results(args: Args) -> dict:
 
 def report(args: Args) -> dict:
     res = results(args)
-    summary_path = run_dir(args) / "summary.json"
-    steps = json.loads(summary_path.read_text()).get("env_steps") if summary_path.exists() else None
+    steps = table1.trained_env_steps(run_dir(args))
     lines = [
         f"Multi-task {args.group} agent, {args.reward} reward, seed {args.seed}, stages "
         f"`{STAGES[args.group]}`, {stage_budget(args):,} env steps per stage (last stage "
@@ -218,7 +217,7 @@ def ship(args: Args) -> Path:
         "evaluation_world_seed": table1.EVAL_WORLD_SEED + args.seed,
         "evaluation": res,
         "env_steps_per_stage": stage_budget(args),
-        "env_steps_total": json.loads((run_dir(args) / "summary.json").read_text())["env_steps"],
+        "env_steps_total": table1.trained_env_steps(run_dir(args)),
         "rebuild": f"python -m experiments.table1.multitask --group {args.group} --seed "
         f"{args.seed} --ship",
         "train_command": "python " + " ".join(ppo_command(args)),

@@ -206,10 +206,10 @@ def ppo_flags(
 
 
 def _finished(out: Path, total_steps: int) -> bool:
-    return (_env_steps(out) or 0) >= total_steps
+    return (trained_env_steps(out) or 0) >= total_steps
 
 
-def _env_steps(out: Path) -> int | None:
+def trained_env_steps(out: Path) -> int | None:
     """The env steps a run trained (its summary.json), None before it has one."""
     summary = out / "summary.json"
     return json.loads(summary.read_text()).get("env_steps") if summary.exists() else None
@@ -379,7 +379,7 @@ def report(args: Args) -> dict:
             lines.append(goal_check(pooled, complete, numbers))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     # each run's own budget (summary.json); the task's budget for runs not trained yet
-    budgets = {t: sorted({_env_steps(run_dir(args, t, rw, s)) or budget(args, t)
+    budgets = {t: sorted({trained_env_steps(run_dir(args, t, rw, s)) or budget(args, t)
                           for rw in args.rewards for s in args.seeds}) for t in args.tasks}  # fmt: skip
     if len({tuple(b) for b in budgets.values()}) == 1 and len(budgets[args.tasks[0]]) == 1:
         spent = f"{budgets[args.tasks[0]][0]:,} env steps per run"
