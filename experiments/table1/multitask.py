@@ -7,7 +7,7 @@ shipped.
     python -m experiments.table1.multitask --group animal_zoo --ship                 # + agents/pretrained/animal-zoo
 
 Stage 1 trains two tasks on half of the envs each; stage 2 adds the other two, the envs split
-four ways (`STAGES`). Table 1's recipe for the group (`experiments.table1.table1.RECIPES`,
+four ways (`STAGES`). Table 1's recipe for the group (`experiments.table1.table1.TASK_RECIPE`,
 `ppo_flags`), `STAGE_BUDGETS` Table 1 runs' env steps per stage. Evaluation: `python -m agents.evaluate` on each task of
 the group, `--episodes` episodes on worlds of seed `EVAL_WORLD_SEED` (training: the run's seed).
 `--ship` exports the final policy with its card (tasks, stages, seeds, budget, evaluation, this

@@ -7,8 +7,8 @@
 The paper's eight programmatic tasks (Animal-Zoo and Mob-Combat), three rewards, three seeds
 each. Every run of a task uses the same network, budget and PPO + SI settings: `agents.ppo`'s
 defaults (the policy sees its own frames through the patch encoder, a GRU core, the 22 combo
-actions, normalised returns, the success-bonus rule, SI on successes) plus its group's recipe
-(`RECIPES`); only `--reward` differs. The MineCLIP run adds the shipped MineCLIP-mini reward
+actions, normalised returns, the success-bonus rule, SI on successes) plus its recipe
+(`TASK_RECIPE`); only `--reward` differs. The MineCLIP run adds the shipped MineCLIP-mini reward
 (`--mineclip-ckpt mini --no-mineclip-features`: MineCLIP pays, it is not the policy's input) with
 the `wander` phrasings as extra negatives (experiments/table1/README.md says why).
 
@@ -62,25 +62,39 @@ class Recipe:
 
 
 RECIPES = {
-    # the hunt-a-cow recipe of experiments/pixels: 500-tick episodes of 125 decisions, the
-    # critic sees the target and the time left, the policy's features learn where the animal is
-    "animal_zoo": Recipe(
+    # experiments/pixels' hunt-a-cow recipe, for a target the agent must find and reach:
+    # 500-tick episodes of 125 decisions, the critic sees the target and the time left, the
+    # policy's features learn where the target is
+    "hunt": Recipe(
         327_680, 4, 500, ("--privileged-critic", "--critic-time-left", "--aux-coef", "1")
     ),  # fmt: skip
-    # agents.ppo's default job (combat a zombie): 200-tick episodes, one tick per step
-    "mob_combat": Recipe(65_536, 1, 200),
+    # agents.ppo's default job (combat a zombie), for a hostile mob that walks to the agent:
+    # 200-tick episodes, one tick per step
+    "melee": Recipe(65_536, 1, 200),
 }
+TASK_RECIPE = {
+    **dict.fromkeys(ANIMAL_ZOO, "hunt"),
+    "combat a spider": "melee",
+    "combat a zombie": "melee",
+    # neutral mobs: they fight back only once struck, so the agent has to find them; under the
+    # melee recipe neither MineCLIP-mini nor manual learned combat a zombie pigman (README)
+    "combat a zombie pigman": "hunt",
+    "combat an enderman": "hunt",
+    # a multi-task agent trains its group's tasks with one recipe: the one its hardest tasks need
+    "animal_zoo": "hunt",
+    "mob_combat": "hunt",
+}
+"""The recipe (a RECIPES key) of each Table 1 task and each group's multi-task agent."""
 
 
-def group_of(task: str) -> str:
-    """The task group (a RECIPES key) of a Table 1 task, or of a group's own name."""
-    if task in RECIPES:
-        return task
-    if task in ANIMAL_ZOO:
-        return "animal_zoo"
-    if task in MOB_COMBAT:
-        return "mob_combat"
-    raise SystemExit(f"error: {task!r} is not one of Table 1's tasks: {ANIMAL_ZOO + MOB_COMBAT}")
+def recipe_of(task: str) -> Recipe:
+    """The recipe of a Table 1 task, or of a group's multi-task agent (TASK_RECIPE)."""
+    if task not in TASK_RECIPE:
+        raise SystemExit(
+            f"error: {task!r} is not one of Table 1's tasks {ANIMAL_ZOO + MOB_COMBAT} "
+            "or groups ('animal_zoo', 'mob_combat')"
+        )
+    return RECIPES[TASK_RECIPE[task]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +102,7 @@ class Args:
     """python -m experiments.table1.table1 --time-limit-min 60"""
 
     tasks: tuple[str, ...] = ANIMAL_ZOO + MOB_COMBAT
-    """task prompts (one row each; each trains with its group's recipe, RECIPES)"""
+    """task prompts (one row each; each trains with its recipe, TASK_RECIPE)"""
     rewards: tuple[Reward, ...] = ("mineclip", "manual", "sparse")
     """training rewards compared (one column each)"""
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -96,7 +110,7 @@ class Args:
     one_program: bool = True
     """train a (task, reward)'s seeds in one agents.ppo process (--seeds K: one compiled program); the seeds must be consecutive"""
     total_steps: int | None = None
-    """env steps per run (default: the task group's, RECIPES); a whole number of num_envs x 64-step updates"""
+    """env steps per run (default: the task's recipe's, TASK_RECIPE); a whole number of num_envs x 64-step updates"""
     num_envs: int = 16
     """parallel envs per run"""
     mineclip_ckpt: str = "mini"
@@ -143,7 +157,7 @@ def budget(args: Args, task: str) -> int:
     """Env steps per run of `task`: --total-steps, else its group's."""
     if args.total_steps is not None:
         return args.total_steps
-    return 512 if args.smoke else RECIPES[group_of(task)].total_steps
+    return 512 if args.smoke else recipe_of(task).total_steps
 
 
 def validate(args: Args) -> None:
@@ -179,7 +193,7 @@ def ppo_flags(
     """The `agents.ppo` command line of one run (`num_seeds` > 1: seeds seed.. in one program,
     in `reward_dir`); only --reward and the MineCLIP reward's flags vary between rewards.
     `task` may be a group (with `stages`, a multi-task run; `total_steps` per stage, `out`)."""
-    recipe = RECIPES[group_of(task)]
+    recipe = recipe_of(task)
     ticks = min(recipe.episode_ticks, 64) if args.smoke else recipe.episode_ticks
     world, pool = ("16", "2") if args.smoke else ("32", "8")
     if out is None:
@@ -330,6 +344,20 @@ def untrained_result(out: Path, task: str) -> dict | None:
             "low": low, "high": high}  # fmt: skip
 
 
+def recipe_line(tasks: tuple[str, ...]) -> str:
+    """Which recipe each task trained with, and what each recipe is, for the report."""
+    parts = []
+    for name, recipe in RECIPES.items():
+        mine = [t for t in tasks if TASK_RECIPE[t] == name]
+        if mine:
+            flags = f", {' '.join(recipe.flags)}" if recipe.flags else ""
+            parts.append(
+                f"{name} ({recipe.episode_ticks}-tick episodes, {recipe.action_repeat} tick(s) per "
+                f"env step{flags}): {', '.join(mine)}"
+            )
+    return "; ".join(parts)
+
+
 def report(args: Args) -> dict:
     """The Markdown tables (pooled and per seed), the t-tests, the goal check and the curves;
     returns the numbers."""
@@ -387,6 +415,7 @@ def report(args: Args) -> dict:
         spent = "env steps per run: " + "; ".join(
             f"{t} {', '.join(f'{n:,}' for n in b)}" for t, b in budgets.items()
         )
+    lines.append(f"\nRecipes (TASK_RECIPE): {recipe_line(args.tasks)}.")
     lines.append(
         f"\n{spent}, seeds {list(args.seeds)}, {args.episodes} evaluation episodes per policy on "
         f"worlds of seed {EVAL_WORLD_SEED} + the run's seed (training used the run's seed); load "
@@ -549,7 +578,7 @@ def plot_curves(args: Args) -> None:
             x, mean, lo, hi = band
             ax.plot(x, mean, color=colors[rw], label=f"{rw} reward")
             ax.fill_between(x, lo, hi, color=colors[rw], alpha=0.2, linewidth=0)
-        repeat = RECIPES[group_of(task)].action_repeat
+        repeat = recipe_of(task).action_repeat
         ax.set(title=task, xlabel=f"env steps ({repeat} tick{'s' if repeat > 1 else ''} each)",
                ylabel="training success rate", ylim=(-0.02, 1.02))  # fmt: skip
         # "100k" ticks: full numbers (100000, 200000, ...) run into each other on a 4-inch axis

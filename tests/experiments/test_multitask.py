@@ -16,11 +16,15 @@ def test_the_command_is_table1s_recipe_in_two_stages():
     stages = cmd[cmd.index("--stages") + 1]
     assert stages == "milk a cow,hunt a cow;milk a cow,hunt a cow,shear a sheep,hunt a sheep"
     assert multitask._tasks(args) == table1.ANIMAL_ZOO  # each task once
-    assert cmd[cmd.index("--total-steps") + 1] == str(3 * table1.RECIPES["animal_zoo"].total_steps)
+    assert cmd[cmd.index("--total-steps") + 1] == str(3 * table1.RECIPES["hunt"].total_steps)
     assert multitask._tasks(multitask.Args(group="mob_combat")) == table1.MOB_COMBAT
+    # Mob-Combat's agent trains every task with the recipe its neutral mobs need (the hunt's)
+    mob = multitask.ppo_command(multitask.Args(group="mob_combat"))
+    assert mob[mob.index("--action-repeat") + 1] == "4" and "--privileged-critic" in mob
+    assert mob[mob.index("--total-steps") + 1] == str(3 * table1.RECIPES["hunt"].total_steps)
     assert cmd[cmd.index("--reward") + 1] == "mineclip" and "--no-mineclip-features" in cmd
     single = table1.ppo_flags(table1.Args(), "hunt a cow", "mineclip", 0)
-    recipe = set(single) - {"hunt a cow", str(table1.RECIPES["animal_zoo"].total_steps),
+    recipe = set(single) - {"hunt a cow", str(table1.RECIPES["hunt"].total_steps),
                             str(table1.run_dir(table1.Args(), "hunt a cow", "mineclip", 0))}  # fmt: skip
     assert recipe <= set(cmd)  # every flag of the single-task runs
     ev = multitask.evaluate_command(args)

@@ -224,24 +224,27 @@ def test_the_rewards_share_one_network_and_mineclip_only_pays():
             if getattr(parsed["manual"], k) == getattr(parsed["mineclip"], k)}  # fmt: skip
     differ = set(dataclasses.asdict(parsed["manual"])) - same
     assert differ == {"reward", "out", "mineclip_ckpt", "mineclip_features", "mineclip_negatives"}
-    # the groups' recipes: the hunt recipe for Animal-Zoo, the default job for Mob-Combat
-    cow, zombie = (
-        parsed["manual"],
-        tyro.cli(ppo.PPOConfig, args=table1.ppo_flags(args, "combat a zombie", "manual", 0)),
-    )
-    assert (cow.action_repeat, cow.max_episode_steps, cow.aux_coef, cow.total_steps) == (
-        4,
-        500,
-        1.0,
-        327_680,
-    )
+
+    # the recipes: the hunt's for the animals and the neutral mobs, the default job for the
+    # hostile mobs, which walk to the agent
+    def parsed_run(task):
+        return tyro.cli(ppo.PPOConfig, args=table1.ppo_flags(args, task, "manual", 0))
+
     default = ppo.PPOConfig()
-    assert (
-        zombie.action_repeat,
-        zombie.max_episode_steps,
-        zombie.total_steps,
-        zombie.aux_coef,
-    ) == (default.action_repeat, default.max_episode_steps, default.total_steps, default.aux_coef)
+    for task in (*table1.ANIMAL_ZOO, "combat a zombie pigman", "combat an enderman"):
+        run = parsed_run(task)
+        assert (run.action_repeat, run.max_episode_steps, run.aux_coef, run.total_steps) == (
+            4, 500, 1.0, 327_680), task  # fmt: skip
+        assert run.privileged_critic and run.critic_time_left, task
+    for task in ("combat a spider", "combat a zombie"):
+        run = parsed_run(task)
+        assert (run.action_repeat, run.max_episode_steps, run.total_steps, run.aux_coef) == (
+            default.action_repeat, default.max_episode_steps, default.total_steps,
+            default.aux_coef), task  # fmt: skip
+        assert not run.privileged_critic, task
+    assert "hunt (500-tick episodes, 4 tick(s)" in table1.recipe_line(table1.MOB_COMBAT)
+    assert "melee (200-tick episodes" in table1.recipe_line(table1.MOB_COMBAT)
+    assert "combat an enderman" not in table1.recipe_line(("combat a zombie",))
     # one program: --seeds 3 into the reward's directory, where run_dir finds each seed
     three = tyro.cli(ppo.PPOConfig, args=table1.ppo_flags(args, "hunt a cow", "manual", 0, 3))
     assert three.seeds == 3 and three.seed == 0
@@ -250,7 +253,9 @@ def test_the_rewards_share_one_network_and_mineclip_only_pays():
         table1.validate(table1.Args(seeds=(0, 2)))
     table1.validate(table1.Args(seeds=(0, 2), one_program=False))
     with pytest.raises(SystemExit, match="not one of Table 1's tasks"):
-        table1.group_of("find a cave")
+        table1.recipe_of("find a cave")
+    with pytest.raises(SystemExit, match="not one of Table 1's tasks"):
+        table1.validate(table1.Args(tasks=("find a cave",)))
     # --extra as its help line writes it reaches every run's command line
     extra = tyro.cli(table1.Args, args=["--extra=--aux-coef", "0"])
     assert table1.ppo_flags(extra, "hunt a cow", "manual", 0)[-2:] == ["--aux-coef", "0"]
