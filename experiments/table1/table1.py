@@ -154,7 +154,7 @@ def rollout_steps(args: Args) -> int:
 
 
 def budget(args: Args, task: str) -> int:
-    """Env steps per run of `task`: --total-steps, else its group's."""
+    """Env steps per run of `task`: --total-steps, else its recipe's (TASK_RECIPE)."""
     if args.total_steps is not None:
         return args.total_steps
     return 512 if args.smoke else recipe_of(task).total_steps
