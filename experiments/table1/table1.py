@@ -371,8 +371,11 @@ def report(args: Args) -> dict:
     # three rewards), pooled over the runs' final evaluations
     untrained = {t: _pool([untrained_result(run_dir(args, t, rw, s), t) for rw in args.rewards
                            for s in args.seeds]) for t in args.tasks}  # fmt: skip
+    # the episodes the evaluations played (an evaluation of another --episodes is not redone)
+    counts = sorted({r["episodes"] for rs in seed_results.values() for r in rs if r})
+    episodes = " or ".join(map(str, counts or [args.episodes]))
     lines = [
-        f"Success rate of each final policy, {len(args.seeds)} seeds pooled ({args.episodes} "
+        f"Success rate of each final policy, {len(args.seeds)} seeds pooled ({episodes} "
         "evaluation episodes per seed, Wilson 95%):",
         "",
         "| task | " + " | ".join(f"{rw} reward" for rw in args.rewards) + " | untrained policy |",
@@ -381,7 +384,7 @@ def report(args: Args) -> dict:
     for t in args.tasks:
         cells = [_cell(pooled[t, rw]) for rw in args.rewards] + [_cell(untrained[t])]
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
-    lines += ["", "Per seed (success rate of 100 episodes each):", "",
+    lines += ["", f"Per seed (success rate of {episodes} episodes each):", "",
               "| task | reward | " + " | ".join(f"seed {s}" for s in args.seeds) + " |",
               "|---|---|" + "---|" * len(args.seeds)]  # fmt: skip
     for t in args.tasks:
@@ -417,7 +420,7 @@ def report(args: Args) -> dict:
         )
     lines.append(f"\nRecipes (TASK_RECIPE): {recipe_line(args.tasks)}.")
     lines.append(
-        f"\n{spent}, seeds {list(args.seeds)}, {args.episodes} evaluation episodes per policy on "
+        f"\n{spent}, seeds {list(args.seeds)}, {episodes} evaluation episodes per policy on "
         f"worlds of seed {EVAL_WORLD_SEED} + the run's seed (training used the run's seed); load "
         f"average at report time {load}."
     )

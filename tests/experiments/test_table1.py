@@ -323,3 +323,20 @@ def test_report_states_each_tasks_budget_when_they_differ(tmp_path):
             (out / "summary.json").write_text(json.dumps({"env_steps": 256_000}))
     table1.report(args)
     assert "\n256,000 env steps per run, seeds [0]" in (tmp_path / "t.md").read_text()
+
+
+def test_report_names_the_episodes_the_evaluations_played(tmp_path):
+    """Results of 40-episode evaluations under the default --episodes 100: the report counts
+    the episodes that were played, not the ones asked for."""
+    args = table1.Args(tasks=("milk a cow",), runs_dir=str(tmp_path / "runs"), seeds=(0, 1),
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for reward in ("mineclip", "manual", "sparse"):
+        for seed in (0, 1):
+            _write_result(table1.run_dir(args, "milk a cow", reward, seed), 10, episodes=40)
+    numbers = table1.report(args)
+    text = (tmp_path / "t.md").read_text()
+    assert "(40 evaluation episodes per seed" in text
+    assert "Per seed (success rate of 40 episodes each)" in text
+    assert "40 evaluation episodes per policy" in text
+    assert "100 evaluation" not in text and "100 episodes" not in text
+    assert numbers["table"]["milk a cow / manual"]["episodes"] == 80
