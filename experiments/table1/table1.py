@@ -500,7 +500,8 @@ def cross_scores(runs: dict[str, Path], episodes: int, seed: int) -> dict:
 
 def diagnose(args: Args) -> dict:
     """For each task whose runs are all finished: every policy under every reward, as Markdown
-    (`args.diagnosis`). The question it answers when the MineCLIP policy fails: does the
+    (`args.diagnosis`); a task scored before with the same runs and settings is read back from
+    its `diagnosis.json`. The question it answers when the MineCLIP policy fails: does the
     MineCLIP reward pay the manual policy's successful episodes more than its own policy's (then
     the optimisation fell short) or less (then the reward pays for something else)?"""
     text, numbers = ["# Table 1 diagnosis: each policy scored by each reward\n"], {}
@@ -508,7 +509,16 @@ def diagnose(args: Args) -> dict:
         runs = {rw: run_dir(args, task, rw, args.seeds[0]) for rw in args.rewards}
         if not all(_finished(out, budget(args, task)) for out in runs.values()):
             continue
-        scores = cross_scores(runs, args.diagnose_episodes, 2000 + args.seeds[0])
+        # a task's scores are kept beside its runs: a rerun over more tasks (minutes each)
+        # scores only the new ones
+        key = {"rewards": list(runs), "seed": args.seeds[0], "episodes": args.diagnose_episodes,
+               "env_steps": [trained_env_steps(out) for out in runs.values()]}  # fmt: skip
+        saved = Path(args.runs_dir) / task.replace(" ", "_") / "diagnosis.json"
+        if saved.exists() and json.loads(saved.read_text())["key"] == key:
+            scores = json.loads(saved.read_text())["scores"]
+        else:
+            scores = cross_scores(runs, args.diagnose_episodes, 2000 + args.seeds[0])
+            saved.write_text(json.dumps({"key": key, "scores": scores}, indent=1))
         numbers[task] = scores
         policies = list(next(iter(scores.values())))
         text += [

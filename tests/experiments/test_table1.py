@@ -340,3 +340,46 @@ def test_report_names_the_episodes_the_evaluations_played(tmp_path):
     assert "40 evaluation episodes per policy" in text
     assert "100 evaluation" not in text and "100 episodes" not in text
     assert numbers["table"]["milk a cow / manual"]["episodes"] == 80
+
+
+def test_diagnose_scores_a_task_once_and_again_when_its_runs_change(tmp_path, monkeypatch):
+    """`diagnose` keeps each task's scores beside its runs: a second call over the same runs
+    reads them back (cross_scores is not called), one over a task whose runs have trained on
+    scores it again; the Markdown holds every finished task either way."""
+    args = table1.Args(tasks=("milk a cow", "hunt a cow"), runs_dir=str(tmp_path / "runs"),
+                       rewards=("mineclip", "manual"), seeds=(0,), total_steps=1024,
+                       diagnosis=str(tmp_path / "d.md"), diagnose_episodes=8)  # fmt: skip
+
+    def finish(task, env_steps=1024):
+        for rw in args.rewards:
+            out = table1.run_dir(args, task, rw, 0)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "summary.json").write_text(json.dumps({"env_steps": env_steps}))
+
+    calls = []
+
+    def fake_cross_scores(runs, episodes, seed):
+        calls.append((tuple(runs), episodes, seed))
+        row = {
+            "success_rate": 0.5,
+            "return": 3.0 + len(calls),
+            "return_without_bonus": 1.0 * len(calls),
+        }
+        return {rw: {"untrained": row, **{f"trained by {r}": row for r in runs}} for rw in runs}
+
+    monkeypatch.setattr(table1, "cross_scores", fake_cross_scores)
+    finish("milk a cow")
+    finish("hunt a cow", env_steps=512)  # not finished: not diagnosed
+    first = table1.diagnose(args)
+    assert list(first) == ["milk a cow"] and calls == [(("mineclip", "manual"), 8, 2000)]
+    assert table1.diagnose(args) == first and len(calls) == 1  # read back, not scored again
+    finish("hunt a cow")
+    both = table1.diagnose(args)
+    assert len(calls) == 2 and both["milk a cow"] == first["milk a cow"]
+    text = (tmp_path / "d.md").read_text()
+    assert "## milk a cow" in text and "## hunt a cow" in text
+    finish("milk a cow", env_steps=2048)  # trained further: its old scores no longer hold
+    table1.diagnose(dataclasses.replace(args, total_steps=2048, tasks=("milk a cow",)))
+    assert len(calls) == 3
+    table1.diagnose(dataclasses.replace(args, diagnose_episodes=16, tasks=("hunt a cow",)))
+    assert calls[-1] == (("mineclip", "manual"), 16, 2000)
