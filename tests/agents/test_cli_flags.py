@@ -61,3 +61,15 @@ def test_the_end_says_where_the_run_went_and_how_to_evaluate_it():
     assert ("python -m agents.evaluate --policy runs/x --tasks "
             f"{json.dumps('milk a cow')} {json.dumps('hunt a cow')}") in text  # fmt: skip
     assert "agents.evaluate" not in ppo.what_next(CFG)  # cartpole: nothing to evaluate there
+
+
+def test_the_end_of_a_resumed_run_names_the_saved_runs_tasks(tmp_path, monkeypatch, capsys):
+    """`--resume --out DIR` alone: the evaluate command names the saved run's task, not the
+    command line's default one."""
+    saved = dataclasses.replace(CFG, task="hunt a cow", out=str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(saved)))
+    monkeypatch.setattr(ppo, "train", lambda cfg, given=None: {"env_steps": 128})
+    ppo.main(["--out", str(tmp_path), "--resume"])
+    out = capsys.readouterr().out
+    assert f"--tasks {json.dumps('hunt a cow')} " in out, out
+    assert ppo.PPOConfig().task not in out
