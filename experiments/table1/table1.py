@@ -12,9 +12,11 @@ actions, normalised returns, the success-bonus rule, SI on successes) plus its r
 (`--mineclip-ckpt mini --no-mineclip-features`: MineCLIP pays, it is not the policy's input) with
 the `wander` phrasings as extra negatives (experiments/table1/README.md says why).
 
-A (task, reward)'s seeds train in one `python -m agents.ppo --seeds K` process (one compiled
-program; `--no-one-program`: one process per seed), writing `runs_dir/<task>/<reward>/seed<s>`;
-a stopped run resumes from its checkpoint, a finished one is skipped. Each final policy is
+Each seed of a (task, reward) trains in its own `python -m agents.ppo` process, one after
+another, writing `runs_dir/<task>/<reward>/seed<s>` (`--one-program`: the seeds in one
+`agents.ppo --seeds K` process instead, which on the 2-core CPU ran 0.36x as fast:
+benchmarks/seeds_program_speed.py); a stopped run resumes from its checkpoint, a finished one
+is skipped. Each final policy is
 evaluated with `python -m agents.evaluate` (`--episodes` episodes, Wilson 95% intervals) on
 worlds generated from a seed no run trained on (`EVAL_WORLD_SEED`). The report: per-seed and
 pooled success rates per task and reward, the untrained policy, the paper's paired t-tests
@@ -107,8 +109,8 @@ class Args:
     """training rewards compared (one column each)"""
     seeds: tuple[int, ...] = (0, 1, 2)
     """seeds per (task, reward); the paper uses three"""
-    one_program: bool = True
-    """train a (task, reward)'s seeds in one agents.ppo process (--seeds K: one compiled program); the seeds must be consecutive"""
+    one_program: bool = False
+    """train a (task, reward)'s seeds in one agents.ppo --seeds K process (consecutive seeds); on a CPU one process per seed is faster (benchmarks/seeds_program_speed.py)"""
     total_steps: int | None = None
     """env steps per run (default: the task's recipe's, TASK_RECIPE); a whole number of num_envs x 64-step updates"""
     num_envs: int = 16
@@ -176,7 +178,7 @@ def validate(args: Args) -> None:
     seeds = list(args.seeds)
     if args.one_program and seeds != list(range(seeds[0], seeds[0] + len(seeds))):
         raise SystemExit(f"error: --seeds {' '.join(map(str, seeds))} are not consecutive, which one "
-                         "program (agents.ppo --seeds K) needs; pass --no-one-program")  # fmt: skip
+                         "program (agents.ppo --seeds K) needs; leave out --one-program")  # fmt: skip
 
 
 def ppo_flags(

@@ -250,8 +250,13 @@ def test_the_rewards_share_one_network_and_mineclip_only_pays():
     assert three.seeds == 3 and three.seed == 0
     assert table1.run_dir(args, "hunt a cow", "manual", 2) == Path(three.out) / "seed2"
     with pytest.raises(SystemExit, match="not consecutive"):
-        table1.validate(table1.Args(seeds=(0, 2)))
-    table1.validate(table1.Args(seeds=(0, 2), one_program=False))
+        table1.validate(table1.Args(seeds=(0, 2), one_program=True))
+    table1.validate(table1.Args(seeds=(0, 2)))
+    # the default: one process per seed, each into its own run directory, one after another
+    jobs = list(table1._jobs(dataclasses.replace(args, tasks=("hunt a cow",), rewards=("manual",))))
+    assert [(seed, k, out) for _, _, seed, k, out in jobs] == [
+        (s, 1, table1.run_dir(args, "hunt a cow", "manual", s)) for s in args.seeds
+    ]
     with pytest.raises(SystemExit, match="not one of Table 1's tasks"):
         table1.recipe_of("find a cave")
     with pytest.raises(SystemExit, match="not one of Table 1's tasks"):
