@@ -229,8 +229,9 @@ def main(argv=None) -> None:
         print(json.dumps({k: {x: v[x] for x in keys if x in v} for k, v in s["seeds"].items()}))
     else:
         print(json.dumps({k: s[k] for k in keys if k in s}))
-    # a resumed run's tasks are the saved run's, not the command line's defaults
-    print(what_next(resume_config(cfg, given) if cfg.resume else cfg))
+    # a resumed run's tasks are the saved run's (read quietly), not the command line's defaults
+    saved = checkpoints.load_config(cfg.out, PPOConfig) if cfg.resume else None
+    print(what_next(cfg if saved is None else dataclasses.replace(saved, out=cfg.out)))
     # the result last: "final evaluation (N episodes, TASK): untrained X% [lo, hi], trained ..."
     for seed_summary in s["seeds"].values() if "seeds" in s else [s]:
         for line in seed_summary.get("final_eval_lines", ()):

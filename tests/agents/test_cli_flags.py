@@ -73,3 +73,4 @@ def test_the_end_of_a_resumed_run_names_the_saved_runs_tasks(tmp_path, monkeypat
     out = capsys.readouterr().out
     assert f"--tasks {json.dumps('hunt a cow')} " in out, out
     assert ppo.PPOConfig().task not in out
+    assert out.count("every other flag is the saved run's") == 0  # train (mocked here) says it once
