@@ -321,6 +321,13 @@ def _cell(r: dict | None) -> str:
     return f"{100 * r['rate']:.1f}% [{100 * r['low']:.1f}, {100 * r['high']:.1f}]"
 
 
+def _partial(r: dict | None, args: Args) -> str:
+    """ " (2 of 3 seeds)" for a pooled result that lacks some of the seeds' evaluations, else ""."""
+    if r is None or r["seeds"] == len(args.seeds):
+        return ""
+    return f" ({r['seeds']} of {len(args.seeds)} seeds)"
+
+
 def _pool(results: list[dict | None]) -> dict | None:
     """Seeds' results pooled: their episodes and successes summed (the CI covers all of them)."""
     rs = [r for r in results if r is not None]
@@ -384,7 +391,8 @@ def report(args: Args) -> dict:
         "|---|" + "---|" * (len(args.rewards) + 1),
     ]
     for t in args.tasks:
-        cells = [_cell(pooled[t, rw]) for rw in args.rewards] + [_cell(untrained[t])]
+        cells = [_cell(pooled[t, rw]) + _partial(pooled[t, rw], args) for rw in args.rewards]
+        cells.append(_cell(untrained[t]))
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
     lines += ["", f"Per seed (success rate of {episodes} episodes each):", "",
               "| task | reward | " + " | ".join(f"seed {s}" for s in args.seeds) + " |",
@@ -395,7 +403,9 @@ def report(args: Args) -> dict:
             lines.append(f"| {t} | {rw} | " + " | ".join(cells) + " |")
     numbers = {"table": {f"{t} / {rw}": pooled[t, rw] for t in args.tasks for rw in args.rewards},
                "untrained": untrained}  # fmt: skip
-    complete = [t for t in args.tasks if all(pooled[t, rw] for rw in args.rewards)]
+    # the tests and the goal take a task once every reward has every seed's evaluation
+    complete = [t for t in args.tasks
+                if all(pooled[t, rw] and not _partial(pooled[t, rw], args) for rw in args.rewards)]  # fmt: skip
     if "mineclip" in args.rewards and complete:
         for other in [rw for rw in ("manual", "sparse") if rw in args.rewards]:
             a = [pooled[t, "mineclip"]["rate"] for t in complete]

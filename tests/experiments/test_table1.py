@@ -388,3 +388,22 @@ def test_diagnose_scores_a_task_once_and_again_when_its_runs_change(tmp_path, mo
     assert len(calls) == 3
     table1.diagnose(dataclasses.replace(args, diagnose_episodes=16, tasks=("hunt a cow",)))
     assert calls[-1] == (("mineclip", "manual"), 16, 2000)
+
+
+def test_a_reward_missing_a_seed_is_marked_and_left_out_of_the_tests_and_goal(tmp_path):
+    """Two of three seeds evaluated under manual on one task: its cell says so, and the t-tests
+    and the goal check count only the tasks every reward has every seed of."""
+    args = table1.Args(tasks=TASKS[:3], runs_dir=str(tmp_path / "runs"),
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for reward, succ in SUCCESSES.items():
+        for task, s in zip(TASKS, succ, strict=True):
+            for seed in args.seeds:
+                if (task, reward, seed) != ("shear a sheep", "manual", 2):
+                    _write_result(table1.run_dir(args, task, reward, seed), s)
+    numbers = table1.report(args)
+    text = (tmp_path / "t.md").read_text()
+    low, high = wilson_interval(20, 200)
+    assert f"| {100 * 0.1:.1f}% [{100 * low:.1f}, {100 * high:.1f}] (2 of 3 seeds) |" in text
+    assert text.count("of 3 seeds)") == 1
+    assert numbers["t-test mineclip vs manual"]["tasks"] == 2
+    assert numbers["goal"]["needed"] == 2 and "over 2 tasks" in text
