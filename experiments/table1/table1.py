@@ -323,9 +323,14 @@ def _cell(r: dict | None) -> str:
 
 def _partial(r: dict | None, args: Args) -> str:
     """ " (2 of 3 seeds)" for a pooled result that lacks some of the seeds' evaluations, else ""."""
-    if r is None or r["seeds"] == len(args.seeds):
+    if r is None or _all_seeds(r, args):
         return ""
     return f" ({r['seeds']} of {len(args.seeds)} seeds)"
+
+
+def _all_seeds(r: dict | None, args: Args) -> bool:
+    """Whether a pooled result holds every seed's evaluation."""
+    return r is not None and r["seeds"] == len(args.seeds)
 
 
 def _pool(results: list[dict | None]) -> dict | None:
@@ -404,8 +409,9 @@ def report(args: Args) -> dict:
     numbers = {"table": {f"{t} / {rw}": pooled[t, rw] for t in args.tasks for rw in args.rewards},
                "untrained": untrained}  # fmt: skip
     # the tests and the goal take a task once every reward has every seed's evaluation
-    complete = [t for t in args.tasks
-                if all(pooled[t, rw] and not _partial(pooled[t, rw], args) for rw in args.rewards)]  # fmt: skip
+    complete = [
+        t for t in args.tasks if all(_all_seeds(pooled[t, rw], args) for rw in args.rewards)
+    ]
     if "mineclip" in args.rewards and complete:
         for other in [rw for rw in ("manual", "sparse") if rw in args.rewards]:
             a = [pooled[t, "mineclip"]["rate"] for t in complete]
@@ -526,8 +532,9 @@ def diagnose(args: Args) -> dict:
         key = {"rewards": list(runs), "seed": args.seeds[0], "episodes": args.diagnose_episodes,
                "env_steps": [trained_env_steps(out) for out in runs.values()]}  # fmt: skip
         saved = Path(args.runs_dir) / task.replace(" ", "_") / "diagnosis.json"
-        if saved.exists() and json.loads(saved.read_text())["key"] == key:
-            scores = json.loads(saved.read_text())["scores"]
+        kept = json.loads(saved.read_text()) if saved.exists() else {}
+        if kept.get("key") == key:
+            scores = kept["scores"]
         else:
             scores = cross_scores(runs, args.diagnose_episodes, 2000 + args.seeds[0])
             saved.write_text(json.dumps({"key": key, "scores": scores}, indent=1))
