@@ -84,15 +84,25 @@ def reward_step_bound(cfg, specs) -> float:
     return 0.0
 
 
+def reward_stream_bound(cfg, specs) -> float:
+    """The most the dense stream can pay from one step to the end of time: `r_max / (1 -
+    gamma)` for a stream that may pay `r_max` every step; below 1 for MineCLIP's Peak reward,
+    which pays an episode no more than its best Direct reward (`mineclip_jax.reward`)."""
+    if cfg.reward == "mineclip" and getattr(cfg, "mineclip_reward", "direct") == "peak":
+        return 1.0
+    return reward_step_bound(cfg, specs) / (1.0 - cfg.gamma)
+
+
 def success_bonus(cfg, specs) -> float:
     """The success bonus of a stage: none on Creative tasks (their success is the simulator's
     privileged check, which the paper never pays; under --reward mineclip MineCLIP alone).
 
-    Without --success-bonus, the rule: at least `r_max / (1 - gamma)` (and at least 10), where
-    `r_max` is `reward_step_bound`. Ending an episode by succeeding then always pays more than
-    any stream the policy could farm instead for the rest of time: the discounted stream from
-    the next step on is below `r_max * gamma / (1 - gamma)`. (A fixed +10 against a MineCLIP
-    stream of ~0.25 per step was outbid with 60-125 decisions left.)"""
+    Without --success-bonus, the rule: at least `reward_stream_bound` (and at least 10), in
+    general `r_max / (1 - gamma)`, `r_max` being `reward_step_bound`. Ending an episode by
+    succeeding then always pays more than any stream the policy could farm instead for the rest
+    of time: the discounted stream from the next step on is below `r_max * gamma / (1 - gamma)`.
+    (A fixed +10 against a MineCLIP stream of ~0.25 per step was outbid with 60-125 decisions
+    left.) MineCLIP's Peak reward pays an episode less than 1 in all, so 10 outbids it."""
     creative = [s.id for s in specs if s.category == "creative"]
     if creative and len(creative) < len(specs) and cfg.success_bonus != 0:
         raise ConfigError(
@@ -103,7 +113,7 @@ def success_bonus(cfg, specs) -> float:
         return 0.0
     if cfg.success_bonus is not None:
         return float(cfg.success_bonus)
-    return max(10.0, reward_step_bound(cfg, specs) / (1.0 - cfg.gamma))
+    return max(10.0, reward_stream_bound(cfg, specs))
 
 
 def uses_target_features(cfg) -> bool:

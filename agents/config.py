@@ -133,14 +133,14 @@ class RewardConfig:
     """training reward: MineCLIP (needs --mineclip-ckpt), the task's manual dense reward, or success only; success bonus added to all"""
     mineclip_ckpt: str | None = None
     """MineCLIP checkpoint: mini (shipped with the package, 48x64 frames), attn.pth / avg.pth or a native dir; frozen image features for the policy and, with --reward mineclip, the reward"""
-    mineclip_reward: Literal["direct", "delta"] = "direct"
-    """MineCLIP reward form: Direct (moving targets) or Delta (static targets)"""
+    mineclip_reward: Literal["direct", "delta", "peak"] = "direct"
+    """MineCLIP reward form: Direct (moving targets), Delta (static targets) or Peak (pays only rises of the episode's best Direct, so lingering near the target earns nothing more)"""
     mineclip_negatives: tuple[str, ...] = ()
     """prompts added to the paper's 12 as the MineCLIP reward's negatives (e.g. "walk around"): P_goal competes with them too and chance level becomes 1/(12 + k)"""
     mineclip_features: bool = True
     """with --mineclip-ckpt: the policy's image input is MineCLIP's frozen frame features (the paper's MineAgent); off (--no-mineclip-features): the frames through --cnn, the same network as without a checkpoint, and MineCLIP gives only the reward"""
     success_bonus: float | None = None
-    """reward added on the step a programmatic task succeeds (never on Creative tasks); default: the rule max(10, r_max / (1 - gamma)), r_max the most one step of the dense reward can pay, so no stream outbids success (agents.adapters.success_bonus)"""
+    """reward added on the step a programmatic task succeeds (never on Creative tasks); default: the rule max(10, r_max / (1 - gamma)), r_max the most one step of the dense reward can pay (max(10, 1) under --mineclip-reward peak, which pays an episode below 1 in all), so no stream outbids success (agents.adapters.success_bonus)"""
 
     def validate(self) -> None:
         """The reward's flags (tasks without frames, or mixing Creative and programmatic ones:

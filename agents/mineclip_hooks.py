@@ -1,8 +1,8 @@
 """MineCLIP as the policy's frozen encoder and as the reward: `agents.learner.RewardHooks`.
 
 `featurize` encodes every frame once (policy features `rgb_feat`, the goal's text feature as
-`prompt`); `init` / `start` / `step` keep MineCLIP's 16-frame window per env and give the Direct
-or Delta reward (`mineclip_jax.reward`). The same hooks serve the on-device driver (added to
+`prompt`); `init` / `start` / `step` keep MineCLIP's 16-frame window per env and give the Direct,
+Delta or Peak reward (`mineclip_jax.reward`). The same hooks serve the on-device driver (added to
 the env's own reward) and the host-stepped one (`host_mineclip_hooks`: the MineCLIP term alone,
 the host adds manual / sparse itself). Swap this module to change the learned reward or the
 frozen encoder; nothing else in `agents/` knows MineCLIP's internals.

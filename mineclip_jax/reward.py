@@ -7,6 +7,8 @@ window into a video embedding, and the reward compares it with precomputed promp
     P_G    = softmax over {goal} + negatives of exp(logit_scale) * cos(video, prompt), at the goal
     Direct = max(P_G - 1 / N_T, 0)          N_T = 1 + number of negatives (chance level)
     Delta  = P_G,t - P_G,t-1                 0 on the first step of an episode
+    Peak   = max(Direct_t - max_{s<t} Direct_s, 0)   the rise of the episode's best Direct;
+             0 on the first step, so an episode earns max_t Direct_t - Direct_0 in all
 
 Typical use (frame features are shared with the policy, which consumes the same features):
 
@@ -50,7 +52,8 @@ from flax import struct
 
 from mineclip_jax.model import check_frame_values
 
-RewardKind = Literal["direct", "delta"]
+RewardKind = Literal["direct", "delta", "peak"]
+REWARD_KINDS: tuple[str, ...] = ("direct", "delta", "peak")
 
 # The prompts of the paper's 12 experiment tasks (Sec. 5, App. G.1): Animal-Zoo, Mob-Combat and
 # Creative groups. The default negative set for a goal is these prompts minus the goal itself
@@ -211,6 +214,18 @@ def delta_reward(p_goal: jax.Array, prev_p_goal: jax.Array, is_first: jax.Array)
     return jnp.where(jnp.asarray(is_first, jnp.bool_), 0.0, p_goal - prev_p_goal)
 
 
+def peak_reward(direct: jax.Array, best_direct: jax.Array, is_first: jax.Array):
+    """Peak: how far Direct rises above the episode's best so far -> (reward, new best).
+
+    Direct pays every step the target looks near, so an episode that lingers by the target
+    earns more than one that ends in a quick success; Peak pays only new highs, so an episode
+    earns at most max_t Direct_t - Direct_0 however long it lasts. 0 on the first step (the
+    spawn view is no act of the policy's), which only sets the best."""
+    is_first = jnp.asarray(is_first, jnp.bool_)
+    best = jnp.where(is_first, direct, best_direct)
+    return jnp.maximum(direct - best, 0.0), jnp.maximum(best, direct)
+
+
 # --------------------------------------------------------------------------- reward spec
 @struct.dataclass
 class RewardSpec:
@@ -235,6 +250,7 @@ class RewardState:
 
     cache: FeatureCache
     prev_p_goal: jax.Array  # float32 [N]: P_G of the previous step (Delta).
+    best_direct: jax.Array  # float32 [N]: the episode's highest Direct reward so far (Peak).
     goal_index: jax.Array  # int32 [N]: index into the spec's goals of each env's goal.
 
 
@@ -254,6 +270,7 @@ def init_state(spec: RewardSpec, num_envs: int, goal_index=None) -> RewardState:
     return RewardState(
         cache=init_cache(num_envs, spec.text_features.shape[-1], spec.window),
         prev_p_goal=jnp.zeros((num_envs,), jnp.float32),
+        best_direct=jnp.zeros((num_envs,), jnp.float32),
         goal_index=jnp.asarray(goal_index, jnp.int32),
     )
 
@@ -273,13 +290,17 @@ def reward_step(spec: RewardSpec, state: RewardState, frame_features: jax.Array,
     is_first = jnp.asarray(is_first, jnp.bool_)
     cache = update(state.cache, frame_features, is_first)
     p_goal, num_prompts = score_windows(spec, window_features(cache), state.goal_index)
+    direct = direct_reward(p_goal, num_prompts)
+    # An env whose cache was empty starts an episode too (see `update`).
+    first = jnp.logical_or(is_first, state.cache.count == 0)
+    best_direct = state.best_direct
     if spec.kind == "direct":
-        reward = direct_reward(p_goal, num_prompts)
-    else:
-        # An env whose cache was empty starts an episode too (see `update`).
-        first = jnp.logical_or(is_first, state.cache.count == 0)
+        reward = direct
+    elif spec.kind == "delta":
         reward = delta_reward(p_goal, state.prev_p_goal, first)
-    new_state = state.replace(cache=cache, prev_p_goal=p_goal)
+    else:
+        reward, best_direct = peak_reward(direct, state.best_direct, first)
+    new_state = state.replace(cache=cache, prev_p_goal=p_goal, best_direct=best_direct)
     return new_state, reward, p_goal
 
 
@@ -291,6 +312,7 @@ def trajectory_rewards(spec: RewardSpec, frame_features: jax.Array, goal_index=N
     state = RewardState(
         cache=init_cache(b, frame_features.shape[-1], spec.window),
         prev_p_goal=jnp.zeros((b,), jnp.float32),
+        best_direct=jnp.zeros((b,), jnp.float32),
         goal_index=jnp.asarray(goal_index, jnp.int32),
     )
     first = jnp.arange(t) == 0
@@ -379,7 +401,7 @@ class MineCLIPReward:
 
     goal: one prompt, or a list of prompts (multi-task; each env picks one by `goal_index`).
     negatives: the prompts each goal competes against (default: the paper's 12 task prompts,
-    `DEFAULT_NEGATIVE_PROMPTS`, minus the goal). kind: "direct" or "delta".
+    `DEFAULT_NEGATIVE_PROMPTS`, minus the goal). kind: "direct", "delta" or "peak".
     Text features are computed once here. `spec` is the pytree for pure use in your own jit.
     """
 
@@ -391,8 +413,8 @@ class MineCLIPReward:
         kind: RewardKind = "direct",
         window: int = DEFAULT_WINDOW,
     ):
-        if kind not in ("direct", "delta"):
-            raise ValueError(f"kind must be 'direct' or 'delta', got {kind!r}")
+        if kind not in REWARD_KINDS:
+            raise ValueError(f"kind must be one of {REWARD_KINDS}, got {kind!r}")
         goals = (goal,) if isinstance(goal, str) else tuple(goal)
         if not goals or not all(isinstance(g, str) for g in goals):
             raise ValueError(f"goal must be a prompt or a non-empty list of prompts, got {goal!r}")

@@ -99,6 +99,8 @@ def test_time_left_observation_counts_down_the_episode():
     [
         (dict(reward="manual"), (0.1 + 1.0) / 0.01),  # nav_scale * 1 block + attack_bonus
         (dict(reward="mineclip", mineclip_ckpt="mini"), 1.0 / 0.01),
+        # Peak pays an episode below 1 in all: the floor of 10 already outbids it
+        (dict(reward="mineclip", mineclip_ckpt="mini", mineclip_reward="peak"), 10.0),
         (dict(reward="sparse"), 10.0),
         (dict(reward="manual", gamma=0.9), (0.1 + 1.0) / 0.1),
         (dict(reward="manual", success_bonus=3.0), 3.0),
@@ -111,7 +113,10 @@ def test_success_bonus_rule_outbids_any_stream(flags, bonus):
     assert got == pytest.approx(max(bonus, 10.0) if "success_bonus" not in flags else bonus)
     if "success_bonus" not in flags:  # the rule: more than the discounted stream forgone
         r_max = adapters.reward_step_bound(cfg, specs)
-        assert got >= r_max * cfg.gamma / (1 - cfg.gamma)
+        if flags.get("mineclip_reward") == "peak":  # the episode's whole stream: below 1
+            assert got > 1.0 and got < r_max * cfg.gamma / (1 - cfg.gamma)
+        else:
+            assert got >= r_max * cfg.gamma / (1 - cfg.gamma)
 
 
 def test_paper_preset_keeps_the_papers_recipe():

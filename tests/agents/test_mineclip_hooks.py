@@ -6,6 +6,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mineclip_jax as mcj
 from agents import build, mineclip_hooks, ppo
@@ -47,18 +48,20 @@ def test_mineclip_hooks_features_prompts_and_reward(tmp_path):
     assert float(r2[1]) == 5.0  # a done step: the new frame is the next episode's, bonus only
 
 
-def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path):
+@pytest.mark.parametrize("kind", ["direct", "peak"])
+def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path, kind):
     """On the JAX world the first episode's window starts at its reset frame, as every later
-    episode's does: step t's Direct reward equals that of an independent whole-trajectory pass
-    over frames 0..t+1 (`trajectory_rewards`, which treats frame 0 as the episode start)."""
+    episode's does: step t's reward (Direct, or Peak, whose best starts at the reset frame's
+    Direct) equals that of an independent whole-trajectory pass over frames 0..t+1
+    (`trajectory_rewards`, which treats frame 0 as the episode start)."""
     from mineclip_jax import reward as mcr
 
     mc = mcj.create(mcj.MineCLIPConfig.tiny(), jax.random.PRNGKey(2))
     mcj.save_checkpoint(mc, tmp_path / "mc")
     cfg = dataclasses.replace(
         ppo.PPOConfig(), task="shear a sheep", reward="mineclip", mineclip_ckpt=str(tmp_path / "mc"),
-        num_envs=2, num_steps=4, num_minibatches=1, update_epochs=1, world_size=32, world_pool=1,
-        max_episode_steps=100, num_devices=1, out=str(tmp_path / "run"),
+        mineclip_reward=kind, num_envs=2, num_steps=4, num_minibatches=1, update_epochs=1,
+        world_size=32, world_pool=1, max_episode_steps=100, num_devices=1, out=str(tmp_path / "run"),
     )  # fmt: skip
     L = build.build(cfg).learner
     runner = jax.jit(L.init)(jax.random.PRNGKey(0))
@@ -67,9 +70,11 @@ def test_device_rollout_mineclip_window_opens_on_the_reset_frame(tmp_path):
     assert not np.any(np.asarray(traj.done)) and not np.any(np.asarray(traj.reward) > 4.0)
     feats = jnp.concatenate([traj.obs["rgb_feat"], end.obs["rgb_feat"][None]])  # [T + 1, N, D]
     spec = L.consts["spec"]
+    assert spec.kind == kind
     want, _ = mcr.trajectory_rewards(
         spec, jnp.swapaxes(feats, 0, 1), runner.reward_state.goal_index
     )
+    assert np.all(np.asarray(want)[:, 1:] > 0)  # this random model pays every step: no 0 == 0
     np.testing.assert_allclose(np.asarray(traj.reward).T, np.asarray(want)[:, 1:], atol=1e-5)
 
 

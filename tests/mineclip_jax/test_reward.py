@@ -1,4 +1,4 @@
-"""MineCLIP reward: ring-buffer cache, Direct/Delta maths, cached == from-scratch scoring."""
+"""MineCLIP reward: ring-buffer cache, Direct/Delta/Peak maths, cached == from-scratch scoring."""
 
 from collections import deque
 
@@ -129,6 +129,24 @@ def test_direct_reward_hand_values():
     np.testing.assert_allclose(np.asarray(r), [0.25, 0.0])
 
 
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_peak_reward_pays_rises_of_the_best_direct_by_hand(use_jit):
+    peak = jax.jit(rw.peak_reward) if use_jit else rw.peak_reward
+    # One env, one episode: Direct 0.2 (spawn), 0.1, 0.3, 0.3, 0.25, 0.5; then a new episode
+    # starts at 0.4 and drops to 0.1.
+    direct = [0.2, 0.1, 0.3, 0.3, 0.25, 0.5, 0.4, 0.1]
+    first = [True, False, False, False, False, False, True, False]
+    best, paid = jnp.zeros((1,)), []
+    for d, f in zip(direct, first):
+        r, best = peak(jnp.array([d]), best, jnp.array([f]))
+        paid.append(float(r[0]))
+    # 0 at each start; 0.3 - 0.2, nothing while below 0.3, then 0.5 - 0.3; the second episode's
+    # best starts at its own 0.4, not the first's 0.5.
+    np.testing.assert_allclose(paid, [0, 0, 0.1, 0, 0, 0.2, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(float(best[0]), 0.4, atol=1e-6)
+    np.testing.assert_allclose(sum(paid[:6]), max(direct[:6]) - direct[0], atol=1e-6)
+
+
 def test_prompt_table_and_errors():
     prompts, goal_col, cand = rw.build_prompt_table(
         ["hunt a cow", "Shear a  sheep"], ["shear a sheep", "dig a hole"]
@@ -168,7 +186,7 @@ def test_reward_constructor_errors(handle):
 
 
 # ------------------------------------------------------------- cached == from scratch
-def _scratch_direct_delta(handle, reward, frames_env, goal_g, steps):
+def _scratch_rewards(handle, reward, frames_env, goal_g, steps):
     """From scratch: at step k build the 16-frame window (first frame repeated in front),
     run the whole video path on raw frames, softmax in NumPy."""
     spec = reward.spec
@@ -184,7 +202,8 @@ def _scratch_direct_delta(handle, reward, frames_env, goal_g, steps):
     p = np.array([_np_softmax_prob(logits[k], col, cand) for k in range(steps)])
     direct = np.maximum(p - 1.0 / cand.sum(), 0.0)
     delta = np.concatenate([[0.0], np.diff(p)])
-    return p, direct, delta
+    peak = np.concatenate([[0.0], np.diff(np.maximum.accumulate(direct))])
+    return p, direct, delta, peak
 
 
 @pytest.fixture(scope="module")
@@ -201,24 +220,27 @@ def test_cached_reward_equals_scratch(handle, clip_frames, clip_features, multi_
     delta_r = rw.MineCLIPReward(
         handle, ["hunt a cow", "dig a hole"], negatives=rw.PAPER_TASK_PROMPTS[:6], kind="delta"
     )
-    s_direct = direct_r.init(2, goal_index=goals)
-    s_delta = delta_r.init(2, goal_index=goals)
-    got = {"p": [], "direct": [], "delta": []}
+    peak_r = rw.MineCLIPReward(
+        handle, ["hunt a cow", "dig a hole"], negatives=rw.PAPER_TASK_PROMPTS[:6], kind="peak"
+    )
+    states = {r.kind: r.init(2, goal_index=goals) for r in (direct_r, delta_r, peak_r)}
+    got = {"p": [], "direct": [], "delta": [], "peak": []}
     for t in range(steps):
         first = np.array([t == 0, t == 0])
-        s_direct, r_direct, p = direct_r.step(s_direct, clip_features[:, t], first)
-        s_delta, r_delta, p2 = delta_r.step(s_delta, clip_features[:, t], first)
-        np.testing.assert_allclose(np.asarray(p), np.asarray(p2), rtol=1e-6)
-        got["p"].append(np.asarray(p))
-        got["direct"].append(np.asarray(r_direct))
-        got["delta"].append(np.asarray(r_delta))
+        for r in (direct_r, delta_r, peak_r):
+            states[r.kind], r_t, p = r.step(states[r.kind], clip_features[:, t], first)
+            got[r.kind].append(np.asarray(r_t))
+            if r is direct_r:
+                got["p"].append(np.asarray(p))
+            np.testing.assert_allclose(np.asarray(p), got["p"][-1], rtol=1e-6)
     for e in range(2):
-        p_ref, direct_ref, delta_ref = _scratch_direct_delta(
+        p_ref, direct_ref, delta_ref, peak_ref = _scratch_rewards(
             handle, direct_r, clip_frames[e], goals[e], steps
         )
         np.testing.assert_allclose(np.stack(got["p"])[:, e], p_ref, rtol=2e-4, atol=1e-6)
         np.testing.assert_allclose(np.stack(got["direct"])[:, e], direct_ref, atol=2e-5)
         np.testing.assert_allclose(np.stack(got["delta"])[:, e], delta_ref, atol=2e-5)
+        np.testing.assert_allclose(np.stack(got["peak"])[:, e], peak_ref, atol=2e-5)
     # The two envs score against different goals, so their N_T differ (1 + 6 vs 1 + 5 + ... ).
     cand = np.asarray(direct_r.spec.candidates)
     assert cand[0].sum() == 6 and cand[1].sum() == 7
@@ -239,6 +261,59 @@ def test_reset_awareness(clip_features, multi_goal_reward):
         # env 1 continues its episode: its window still spans the old frames.
         assert int(s.cache.count[1]) == min(t + 1, WINDOW)
     assert int(s.cache.count[0]) == 11
+
+
+def _numpy_peak(direct, first):
+    """Peak by its definition, one env: the rise of the episode's running max of Direct."""
+    paid, best = np.zeros_like(direct), 0.0
+    for t, (d, f) in enumerate(zip(direct, first)):
+        best = d if f else best
+        paid[t], best = max(d - best, 0.0), max(best, d)
+    return paid
+
+
+def test_peak_equals_its_definition_on_direct_rewards_that_rise_and_fall(handle, clip_features):
+    """With one negative, chance is 1/2 and this random model puts P_G near 0.96, where it
+    rises and falls from frame to frame (with the paper's 11 negatives Direct stays 0 for these
+    frames): Peak over 20 steps, env 1 resetting at step 9, against NumPy on Direct."""
+    kinds = {k: rw.MineCLIPReward(handle, "find an ocean", negatives=["hunt a cow"], kind=k)
+             for k in ("direct", "peak")}  # fmt: skip
+    states = {k: r.init(2) for k, r in kinds.items()}
+    first = np.zeros((20, 2), bool)
+    first[0], first[9, 1] = True, True
+    got = {k: [] for k in kinds}
+    for t in range(20):
+        for k, r in kinds.items():
+            states[k], r_t, _ = r.step(states[k], clip_features[:, t], first[t])
+            got[k].append(np.asarray(r_t))
+    direct, peak = np.stack(got["direct"]), np.stack(got["peak"])
+    for e in range(2):
+        np.testing.assert_allclose(peak[:, e], _numpy_peak(direct[:, e], first[:, e]), atol=1e-6)
+    assert (peak > 0).any() and (np.diff(direct, axis=0) < 0).any()  # both happen here
+    assert (peak != direct).any()
+
+
+def test_peak_best_starts_again_at_each_reset(handle, clip_features):
+    """Peak's best Direct belongs to one episode: after env 0 resets at step 9 it is paid what
+    a fresh env fed the same frames is paid, though its first episode set a higher best."""
+    r = rw.MineCLIPReward(handle, "find an ocean", negatives=["hunt a cow"], kind="peak")
+    s = r.init(2)
+    for t in range(9):
+        s, _, _ = r.step(s, clip_features[:, t], np.array([t == 0, t == 0]))
+    fresh = r.init(1)
+    paid, paid_fresh = [], []
+    for t in range(9, 20):
+        s, r_t, _ = r.step(s, clip_features[:, t], np.array([t == 9, False]))
+        fresh, r_fresh, _ = r.step(fresh, clip_features[:1, t], np.array([t == 9]))
+        paid.append(float(r_t[0]))
+        paid_fresh.append(float(r_fresh[0]))
+    np.testing.assert_allclose(paid, paid_fresh, atol=1e-6)
+    # Carrying the first episode's best over would pay less: the test can tell the two apart.
+    direct_r = rw.MineCLIPReward(handle, "find an ocean", negatives=["hunt a cow"])
+    direct = np.asarray(direct_r.trajectory_rewards(clip_features[:1, :20])[0])[0]
+    assert direct[:9].max() > direct[9]
+    traj, _ = r.trajectory_rewards(clip_features[:1, 9:20])
+    np.testing.assert_allclose(np.asarray(traj)[0], paid_fresh, atol=1e-6)
 
 
 def test_trajectory_and_step_frames_match_step(handle, clip_frames, clip_features):
