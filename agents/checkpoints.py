@@ -17,6 +17,7 @@ moments). A run saves only finite parameters and optimizer states (`NonFiniteErr
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import sys
 from pathlib import Path
@@ -47,6 +48,11 @@ UNFINALISED = ".orbax-checkpoint-tmp"
 class DamagedCheckpointError(ValueError):
     """A checkpoint step whose files do not match its SHA256SUMS, or that holds non-finite
     parameters or optimizer states."""
+
+
+class IncompatibleCheckpointError(ValueError):
+    """A checkpoint step whose files are intact but whose state is not the one this version of
+    the code builds (saved by another version): not damage, so it is never moved aside."""
 
 
 class NonFiniteError(RuntimeError):
@@ -159,10 +165,45 @@ def restore_meta(mgr, step: int | None = None) -> dict:
     return mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
 
 
+def _leaf_paths(tree) -> set[tuple[str, ...]]:
+    """The path of every leaf, attributes and dict keys alike (orbax saves both as dict keys)."""
+    return {tuple(str(getattr(k, "name", getattr(k, "key", getattr(k, "idx", k)))) for k in path)
+            for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]}  # fmt: skip
+
+
+def check_state_structure(mgr, like: lrn.Runner, step: int) -> None:
+    """IncompatibleCheckpointError when step `step` saved other leaves than `like` has: orbax's
+    own error says only that the trees differ, and any restore error used to count as damage."""
+    import orbax.checkpoint as ocp
+
+    absl = logging.getLogger("absl")  # orbax warns of the step metadata file it does not write
+    level = absl.level
+    absl.setLevel(logging.ERROR)
+    try:
+        saved = ocp.StandardCheckpointer().metadata(step_dir(mgr, step).absolute() / "runner")
+    finally:
+        absl.setLevel(level)
+    on_disk, in_code = _leaf_paths(dict(saved.item_metadata)), _leaf_paths(like)
+    if on_disk == in_code:
+        return
+
+    def listed(paths):
+        names = sorted("/".join(p) for p in paths)
+        return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+    raise IncompatibleCheckpointError(
+        f"checkpoint step {step} ({step_dir(mgr, step)}) is intact, but another version of the "
+        f"code saved it: leaves only in the checkpoint: {listed(on_disk - in_code) or 'none'}; "
+        f"only in this version's state: {listed(in_code - on_disk) or 'none'}. Resume or load "
+        f"it with the version that saved it, or start the run over in a new --out"
+    )
+
+
 def restore_checkpoint(mgr, like: lrn.Runner, shardings, step: int | None = None):
     import orbax.checkpoint as ocp
 
     step = mgr.latest_step() if step is None else step
+    check_state_structure(mgr, like, step)
     abstract = jax.tree.map(
         lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), like, shardings
     )
@@ -220,6 +261,8 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None):
             if cfg.backend != "jax":  # a host-stepped runner holds no env state (sebulba)
                 like = like.update(env_params=None, env_state=None)
             runner, _ = restore_verified(mgr, like, L.placement(like), s)
+        except IncompatibleCheckpointError:
+            raise  # every step of the run was saved by that version: none is older and loads
         except Exception as e:  # noqa: BLE001 - any unreadable file means a damaged checkpoint
             problems.append(describe_damage(step_dir(mgr, s), e))
             if step is None:

@@ -278,6 +278,8 @@ def restore_intact(out: RunOutput, like: lrn.Runner, shardings, stage: int, step
     for s in candidates if fallback else [step]:
         try:
             runner, meta = checkpoints.restore_verified(out.mgr, like, shardings, s)
+        except checkpoints.IncompatibleCheckpointError:
+            raise  # intact files of another code version: moving them aside would lose the run
         except Exception as e:  # noqa: BLE001 - see intact_steps
             problems.append(checkpoints.describe_damage(checkpoints.step_dir(out.mgr, s), e))
             _move_aside(out, s, problems[-1])

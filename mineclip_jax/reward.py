@@ -250,8 +250,24 @@ class RewardState:
 
     cache: FeatureCache
     prev_p_goal: jax.Array  # float32 [N]: P_G of the previous step (Delta).
-    best_direct: jax.Array  # float32 [N]: the episode's highest Direct reward so far (Peak).
     goal_index: jax.Array  # int32 [N]: index into the spec's goals of each env's goal.
+
+
+@struct.dataclass
+class PeakRewardState(RewardState):
+    """The Peak reward's state: `RewardState` plus the episode's best Direct reward so far (a
+    class of its own, so that Direct and Delta states keep the leaves their checkpoints hold)."""
+
+    best_direct: jax.Array  # float32 [N]: the episode's highest Direct reward so far.
+
+
+def _new_state(spec: RewardSpec, cache: FeatureCache, goal_index: jax.Array) -> RewardState:
+    """The state of a reward whose envs all start an episode at their next step."""
+    zeros = jnp.zeros(goal_index.shape, jnp.float32)
+    if spec.kind == "peak":
+        return PeakRewardState(cache=cache, prev_p_goal=zeros, goal_index=goal_index,
+                               best_direct=zeros)  # fmt: skip
+    return RewardState(cache=cache, prev_p_goal=zeros, goal_index=goal_index)
 
 
 def init_state(spec: RewardSpec, num_envs: int, goal_index=None) -> RewardState:
@@ -267,12 +283,8 @@ def init_state(spec: RewardSpec, num_envs: int, goal_index=None) -> RewardState:
             f"goal_index values must lie in [0, {num_goals}) (the goals {spec.goals}), "
             f"got {goal_index.tolist()}"
         )
-    return RewardState(
-        cache=init_cache(num_envs, spec.text_features.shape[-1], spec.window),
-        prev_p_goal=jnp.zeros((num_envs,), jnp.float32),
-        best_direct=jnp.zeros((num_envs,), jnp.float32),
-        goal_index=jnp.asarray(goal_index, jnp.int32),
-    )
+    cache = init_cache(num_envs, spec.text_features.shape[-1], spec.window)
+    return _new_state(spec, cache, jnp.asarray(goal_index, jnp.int32))
 
 
 def score_windows(spec: RewardSpec, windows: jax.Array, goal_index: jax.Array):
@@ -293,14 +305,14 @@ def reward_step(spec: RewardSpec, state: RewardState, frame_features: jax.Array,
     direct = direct_reward(p_goal, num_prompts)
     # An env whose cache was empty starts an episode too (see `update`).
     first = jnp.logical_or(is_first, state.cache.count == 0)
-    best_direct = state.best_direct
+    new_state = state.replace(cache=cache, prev_p_goal=p_goal)
     if spec.kind == "direct":
         reward = direct
     elif spec.kind == "delta":
         reward = delta_reward(p_goal, state.prev_p_goal, first)
     else:
         reward, best_direct = peak_reward(direct, state.best_direct, first)
-    new_state = state.replace(cache=cache, prev_p_goal=p_goal, best_direct=best_direct)
+        new_state = new_state.replace(best_direct=best_direct)
     return new_state, reward, p_goal
 
 
@@ -309,12 +321,8 @@ def trajectory_rewards(spec: RewardSpec, frame_features: jax.Array, goal_index=N
     start), computed with the same cache as online RL. Returns (reward [B, T], P_G [B, T])."""
     b, t, _ = frame_features.shape
     goal_index = jnp.zeros((b,), jnp.int32) if goal_index is None else goal_index
-    state = RewardState(
-        cache=init_cache(b, frame_features.shape[-1], spec.window),
-        prev_p_goal=jnp.zeros((b,), jnp.float32),
-        best_direct=jnp.zeros((b,), jnp.float32),
-        goal_index=jnp.asarray(goal_index, jnp.int32),
-    )
+    cache = init_cache(b, frame_features.shape[-1], spec.window)
+    state = _new_state(spec, cache, jnp.asarray(goal_index, jnp.int32))
     first = jnp.arange(t) == 0
 
     def body(state, inputs):

@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -187,3 +188,34 @@ def test_resume_sees_a_flag_given_at_its_default_value(tmp_path, capsys):
         dataclasses.replace(cfg, num_envs=4), ppo.given_flags(["--num-envs", "4"])
     )
     assert same.num_envs == 4 and same.time_limit_min == 30.0
+
+
+def test_a_checkpoint_of_another_code_version_is_refused_by_name_and_kept(tmp_path, monkeypatch):
+    # Before: a checkpoint whose state tree differed from the code's (saved before the MineCLIP
+    # reward state gained a leaf) failed orbax's restore, counted as damaged, and --resume moved
+    # every step aside (the run was lost); readers called its intact files damaged.
+    from agents import build
+    from agents import learner as lrn
+
+    cfg = dataclasses.replace(TINY, out=str(tmp_path / "r"), checkpoint_every=2)
+    ppo.train(cfg, stop_after_updates=2)
+    steps = sorted(p.name for p in (tmp_path / "r" / "checkpoints").iterdir())
+    init = lrn.Learner.init
+
+    def init_with_a_new_leaf(self, key, env_params=None):  # this version's state has one more
+        return init(self, key, env_params).update(reward_state={"best": jnp.zeros((8,))})
+
+    monkeypatch.setattr(lrn.Learner, "init", init_with_a_new_leaf)
+    monkeypatch.setattr(build, "_BUILT", {})  # learners built (and their inits jitted) anew
+    with pytest.raises(checkpoints.IncompatibleCheckpointError, match="reward_state/best"):
+        ppo.train(dataclasses.replace(cfg, resume=True))
+    assert sorted(p.name for p in (tmp_path / "r" / "checkpoints").iterdir()) == steps
+    assert not (tmp_path / "r" / "damaged_checkpoints").exists()
+    with pytest.raises(
+        checkpoints.IncompatibleCheckpointError,
+        match="only in this version's state: actor/reward_state/best",
+    ):
+        checkpoints.load_run(tmp_path / "r")
+    monkeypatch.undo()  # the version that saved it resumes it
+    resumed = ppo.train(dataclasses.replace(cfg, resume=True))
+    assert int(resumed["runner"].update_step) == 4
