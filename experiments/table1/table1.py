@@ -372,6 +372,19 @@ def recipe_line(tasks: tuple[str, ...]) -> str:
     return "; ".join(parts)
 
 
+def reward_label(args: Args, reward: str) -> str:
+    """'mineclip reward', with the form its runs were trained with where it is not Direct
+    ('mineclip reward (peak)': a lever's runs, `--extra=--mineclip-reward peak`)."""
+    forms = set()
+    for t in args.tasks:
+        for s in args.seeds:
+            path = run_dir(args, t, reward, s) / "config.json"
+            if reward == "mineclip" and path.exists():
+                forms.add(json.loads(path.read_text()).get("mineclip_reward", "direct"))
+    forms.discard("direct")
+    return f"{reward} reward" + (f" ({', '.join(sorted(forms))})" if forms else "")
+
+
 def report(args: Args) -> dict:
     """The Markdown tables (pooled and per seed), the t-tests, the goal check and the curves;
     returns the numbers."""
@@ -392,7 +405,9 @@ def report(args: Args) -> dict:
         f"Success rate of each final policy, {len(args.seeds)} seeds pooled ({episodes} "
         "evaluation episodes per seed, Wilson 95%):",
         "",
-        "| task | " + " | ".join(f"{rw} reward" for rw in args.rewards) + " | untrained policy |",
+        "| task | "
+        + " | ".join(reward_label(args, rw) for rw in args.rewards)
+        + " | untrained policy |",
         "|---|" + "---|" * (len(args.rewards) + 1),
     ]
     for t in args.tasks:
@@ -608,7 +623,7 @@ def plot_curves(args: Args) -> None:
             if band is None:
                 continue
             x, mean, lo, hi = band
-            ax.plot(x, mean, color=colors[rw], label=f"{rw} reward")
+            ax.plot(x, mean, color=colors[rw], label=reward_label(args, rw))
             ax.fill_between(x, lo, hi, color=colors[rw], alpha=0.2, linewidth=0)
         repeat = recipe_of(task).action_repeat
         ax.set(title=task, xlabel=f"env steps ({repeat} tick{'s' if repeat > 1 else ''} each)",

@@ -347,6 +347,27 @@ def test_report_names_the_episodes_the_evaluations_played(tmp_path):
     assert numbers["table"]["milk a cow / manual"]["episodes"] == 80
 
 
+def test_report_names_the_mineclip_reward_form_its_runs_trained_with(tmp_path):
+    """A lever's runs (`--extra=--mineclip-reward peak`) are labelled by their saved configs, so
+    their table cannot pass for the Direct reward's; Direct runs keep the plain label."""
+    args = table1.Args(tasks=("milk a cow",), runs_dir=str(tmp_path / "runs"), seeds=(0,),
+                       markdown=str(tmp_path / "t.md"), png=str(tmp_path / "c.png"))  # fmt: skip
+    for reward in ("mineclip", "manual", "sparse"):
+        out = table1.run_dir(args, "milk a cow", reward, 0)
+        _write_result(out, 10)
+        form = {"mineclip_reward": "peak"} if reward == "mineclip" else {}
+        (out / "config.json").write_text(json.dumps({"reward": reward, **form}))
+    table1.report(args)
+    assert (
+        "| task | mineclip reward (peak) | manual reward | sparse reward |"
+        in (tmp_path / "t.md").read_text()
+    )
+    mineclip_config = table1.run_dir(args, "milk a cow", "mineclip", 0) / "config.json"
+    mineclip_config.write_text(json.dumps({"reward": "mineclip", "mineclip_reward": "direct"}))
+    table1.report(args)
+    assert "| task | mineclip reward | manual reward |" in (tmp_path / "t.md").read_text()
+
+
 def test_diagnose_scores_a_task_once_and_again_when_its_runs_change(tmp_path, monkeypatch):
     """`diagnose` keeps each task's scores beside its runs: a second call over the same runs
     reads them back (cross_scores is not called), one over a task whose runs have trained on
