@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import chex
 import flax.linen as nn
@@ -53,7 +53,7 @@ from flax import struct
 from mineclip_jax.model import check_frame_values
 
 RewardKind = Literal["direct", "delta", "peak"]
-REWARD_KINDS: tuple[str, ...] = ("direct", "delta", "peak")
+REWARD_KINDS: tuple[str, ...] = get_args(RewardKind)
 
 # The prompts of the paper's 12 experiment tasks (Sec. 5, App. G.1): Animal-Zoo, Mob-Combat and
 # Creative groups. The default negative set for a goal is these prompts minus the goal itself
