@@ -375,13 +375,11 @@ def recipe_line(tasks: tuple[str, ...]) -> str:
 def reward_label(args: Args, reward: str) -> str:
     """'mineclip reward', with the form its runs were trained with where it is not Direct
     ('mineclip reward (peak)': a lever's runs, `--extra=--mineclip-reward peak`)."""
-    forms = set()
-    for t in args.tasks:
-        for s in args.seeds:
-            path = run_dir(args, t, reward, s) / "config.json"
-            if reward == "mineclip" and path.exists():
-                forms.add(json.loads(path.read_text()).get("mineclip_reward", "direct"))
-    forms.discard("direct")
+    if reward != "mineclip":
+        return f"{reward} reward"
+    configs = [run_dir(args, t, reward, s) / "config.json" for t in args.tasks for s in args.seeds]
+    forms = {json.loads(p.read_text()).get("mineclip_reward", "direct") for p in configs
+             if p.exists()} - {"direct"}  # fmt: skip
     return f"{reward} reward" + (f" ({', '.join(sorted(forms))})" if forms else "")
 
 
@@ -401,13 +399,12 @@ def report(args: Args) -> dict:
     # the episodes the evaluations played (an evaluation of another --episodes is not redone)
     counts = sorted({r["episodes"] for rs in seed_results.values() for r in rs if r})
     episodes = " or ".join(map(str, counts or [args.episodes]))
+    labels = {rw: reward_label(args, rw) for rw in args.rewards}
     lines = [
         f"Success rate of each final policy, {len(args.seeds)} seeds pooled ({episodes} "
         "evaluation episodes per seed, Wilson 95%):",
         "",
-        "| task | "
-        + " | ".join(reward_label(args, rw) for rw in args.rewards)
-        + " | untrained policy |",
+        "| task | " + " | ".join(labels[rw] for rw in args.rewards) + " | untrained policy |",
         "|---|" + "---|" * (len(args.rewards) + 1),
     ]
     for t in args.tasks:
@@ -461,7 +458,7 @@ def report(args: Args) -> dict:
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     Path(args.markdown).write_text(text)
     print(text)
-    plot_curves(args)
+    plot_curves(args, labels)
     return numbers
 
 
@@ -602,9 +599,9 @@ def seed_band(curves: list[tuple[np.ndarray, np.ndarray]], points: int = 100):
     return grid, ys.mean(0), ys.min(0), ys.max(0)
 
 
-def plot_curves(args: Args) -> None:
+def plot_curves(args: Args, labels: dict[str, str]) -> None:
     """One panel per task: each reward's training success rate, the mean over seeds as a line
-    and their range as a band."""
+    and their range as a band; `labels` names each reward's line (`reward_label`)."""
     try:
         import matplotlib
     except ImportError:
@@ -623,7 +620,7 @@ def plot_curves(args: Args) -> None:
             if band is None:
                 continue
             x, mean, lo, hi = band
-            ax.plot(x, mean, color=colors[rw], label=reward_label(args, rw))
+            ax.plot(x, mean, color=colors[rw], label=labels[rw])
             ax.fill_between(x, lo, hi, color=colors[rw], alpha=0.2, linewidth=0)
         repeat = recipe_of(task).action_repeat
         ax.set(title=task, xlabel=f"env steps ({repeat} tick{'s' if repeat > 1 else ''} each)",
